@@ -1,0 +1,80 @@
+#include "shoal/tensor/tensor.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "shoal/tensor/random.h"
+
+namespace shoal {
+namespace {
+
+TEST(TensorTest, ConstructionAndViews) {
+  Tensor t({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(t.rank(), 2);
+  EXPECT_EQ(t.size(), 6);
+  EXPECT_EQ(t.dim(-1), 3);
+  EXPECT_EQ(t.at(1, 2), 6.0f);
+  EXPECT_EQ(t.matrix()(1, 0), 4.0f);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u);
+  Tensor s = Tensor::Scalar(2.5f);
+  EXPECT_EQ(s.rank(), 0);
+  EXPECT_EQ(s.size(), 1);
+  EXPECT_EQ(s[0], 2.5f);
+}
+
+TEST(TensorTest, ValueSemantics) {
+  Tensor a({2}, {1, 2});
+  Tensor b = a;
+  b[0] = 9;
+  EXPECT_EQ(a[0], 1.0f);
+  Tensor c = std::move(b).Reshaped({2, 1});
+  EXPECT_EQ(c.shape(), (Shape{2, 1}));
+  EXPECT_EQ(c[0], 9.0f);
+}
+
+TEST(TensorTest, MatrixMultiplyThroughEigen) {
+  Tensor a({2, 2}, {1, 2, 3, 4});
+  Tensor b({2, 2}, {5, 6, 7, 8});
+  Tensor c({2, 2});
+  c.matrix().noalias() = a.matrix() * b.matrix();
+  EXPECT_EQ(c.at(0, 0), 19.0f);
+  EXPECT_EQ(c.at(1, 1), 50.0f);
+}
+
+TEST(TensorDeathTest, BadReshapeIsABug) {
+  Tensor a({2, 3});
+  EXPECT_DEATH(a.Reshaped({4}), "cannot reshape");
+}
+
+TEST(RandomTest, CounterBasedValuesAreStableAndSpread) {
+  EXPECT_EQ(UniformFloat(1, 2, 3), UniformFloat(1, 2, 3));
+  EXPECT_NE(UniformFloat(1, 2, 3), UniformFloat(1, 2, 4));
+  EXPECT_NE(UniformFloat(1, 2, 3), UniformFloat(2, 2, 3));
+  double sum = 0, sq = 0;
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) {
+    float z = NormalFloat(7, 11, i);
+    sum += z;
+    sq += z * z;
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.02);
+  EXPECT_NEAR(sq / n, 1.0, 0.03);
+}
+
+TEST(RandomTest, GlorotAndTruncatedNormalRanges) {
+  Tensor g = GlorotUniform({100, 50}, 1, 2);
+  const float limit = std::sqrt(6.0f / 150.0f);
+  EXPECT_LE(g.array().abs().maxCoeff(), limit);
+  EXPECT_GT(g.array().abs().maxCoeff(), 0.9f * limit);
+  Tensor t = TruncatedNormal({10000}, 0.5f, 3, 4);
+  EXPECT_LE(t.array().abs().maxCoeff(), 1.0f);
+  EXPECT_NEAR(t.array().mean(), 0.0f, 0.02f);
+}
+
+TEST(RandomTest, RngBelowIsInRange) {
+  Rng rng(5);
+  for (int i = 0; i < 1000; ++i) EXPECT_LT(rng.Below(7), 7u);
+}
+
+}  // namespace
+}  // namespace shoal
