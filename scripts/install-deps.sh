@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what shoal needs on Debian 12, idempotently and quietly.
+#   scripts/install-deps.sh            build + test dependencies (C++ libraries, tools, data set)
+#   scripts/install-deps.sh --bench    also what the benchmarks compare against (OpenBLAS)
+# Only missing packages are installed; a machine that has them all does no network access.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config python3
+  clang-format clang-tidy
+  libabsl-dev libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev zlib1g-dev
+  libcurl4-openssl-dev libcpp-httplib-dev libssl-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(libopenblas-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

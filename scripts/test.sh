@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every check CI runs, on a fresh machine too: installs dependencies, checks formatting and
+# layering, builds, runs all tests (ctest), then the multi-threaded tests again under TSan.
+#   scripts/test.sh            everything
+#   SHOAL_SKIP_TSAN=1 scripts/test.sh   skip the ThreadSanitizer pass (faster local loop)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+jobs="${SHOAL_JOBS:-$(nproc)}"
+
+scripts/install-deps.sh
+
+echo "== format"
+scripts/format.sh --check
+
+echo "== build"
+scripts/build.sh
+
+echo "== tests"
+ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
+
+if [[ -z "${SHOAL_SKIP_TSAN:-}" ]]; then
+  echo "== tests under ThreadSanitizer (label: concurrency)"
+  if [[ ! -f build-tsan/build.ninja ]]; then
+    cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_SANITIZE=thread \
+      -DSHOAL_BUILD_BENCH=OFF >/dev/null
+  fi
+  # Build only the test binaries that carry the concurrency label.
+  targets=$(ctest --test-dir build -N -L concurrency | sed -n 's/^ *Test *#[0-9]*: //p')
+  if [[ -n "$targets" ]]; then
+    ninja -C build-tsan --quiet -j "$jobs" $targets
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+      ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L concurrency --timeout 600
+  fi
+fi
+echo "== all checks passed in $(( $(date +%s) - start ))s"
