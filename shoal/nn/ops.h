@@ -1,0 +1,8 @@
+// All differentiable ops of shoal::nn in one include: math and shape ops (ops_math.h),
+// activations and NN ops (ops_nn.h), sparse embedding pooling (ops_sparse.h).
+#pragma once
+
+#include "shoal/nn/autodiff.h"
+#include "shoal/nn/ops_math.h"
+#include "shoal/nn/ops_nn.h"
+#include "shoal/nn/ops_sparse.h"

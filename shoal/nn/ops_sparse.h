@@ -1,0 +1,44 @@
+// Sparse embedding pooling: the bridge between pulled embedding rows and the dense network.
+//
+// A worker de-duplicates a batch's feature ids, pulls the U unique rows from the parameter server
+// into one [U,D] leaf, and describes each example's ids as indices into those rows (SparseIds,
+// CSR). EmbeddingPool combines each example's rows into one [D] vector. Its gradient w.r.t. the
+// [U,D] leaf is exactly the per-unique-row sparse gradient to push back.
+//
+// EmbeddingPool CHECKs SparseIds consistency (programmer bug); code that builds SparseIds from
+// user data validates first with ValidateSparseIds. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "shoal/nn/autodiff.h"
+
+namespace shoal::nn {
+
+// One feature's ids for a batch of B examples, in CSR form.
+struct SparseIds {
+  std::vector<int32_t> row_index;  // per value: index into the pooled rows [0, U)
+  std::vector<int64_t> offsets;    // size B+1: example b owns values [offsets[b], offsets[b+1])
+  std::vector<float> weights;      // per value; empty means every weight is 1
+
+  int64_t batch_size() const {
+    return offsets.empty() ? 0 : static_cast<int64_t>(offsets.size()) - 1;
+  }
+};
+
+// How an example's weighted rows are combined (TensorFlow's embedding_lookup_sparse combiners):
+//   kSum:   sum_i w_i r_i
+//   kMean:  sum_i w_i r_i / sum_i w_i
+//   kSqrtN: sum_i w_i r_i / sqrt(sum_i w_i^2)
+// An example without ids (or whose denominator is 0) gives a zero vector.
+enum class Combiner { kSum, kMean, kSqrtN };
+
+// OK if `ids` is well formed for `num_rows` pooled rows; INVALID_ARGUMENT naming the problem.
+absl::Status ValidateSparseIds(const SparseIds& ids, int64_t num_rows);
+
+// rows [U,D] -> [B,D]. `ids` is copied into the graph, so the caller may reuse it at once.
+Var EmbeddingPool(const Var& rows, const SparseIds& ids, Combiner combiner);
+
+}  // namespace shoal::nn
