@@ -2,9 +2,10 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
+#include "shoal/io/file_util.h"
 #include "shoal/io/gzip.h"
 
 namespace shoal {
@@ -28,8 +29,8 @@ uint32_t ReadBigEndian32(const char* p) {
 absl::StatusOr<IdxHeader> ParseHeader(absl::string_view bytes, int expected_rank,
                                       absl::string_view source) {
   if (bytes.size() < 4) {
-    return absl::DataLossError(absl::StrCat(source, ": ", bytes.size(),
-                                            " bytes is too short for an IDX header"));
+    return absl::DataLossError(
+        absl::StrCat(source, ": ", bytes.size(), " bytes is too short for an IDX header"));
   }
   if (bytes[0] != 0 || bytes[1] != 0) {
     return absl::InvalidArgumentError(
@@ -38,8 +39,8 @@ absl::StatusOr<IdxHeader> ParseHeader(absl::string_view bytes, int expected_rank
   const uint8_t type = static_cast<uint8_t>(bytes[2]);
   const int rank = static_cast<uint8_t>(bytes[3]);
   if (type != kTypeUnsignedByte) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": IDX value type 0x", absl::Hex(type), " is not supported (only 0x08, ubyte)"));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": IDX value type 0x", absl::Hex(type),
+                                                   " is not supported (only 0x08, ubyte)"));
   }
   if (rank != expected_rank) {
     return absl::InvalidArgumentError(
@@ -70,13 +71,13 @@ absl::StatusOr<IdxHeader> ParseHeader(absl::string_view bytes, int expected_rank
 
 }  // namespace
 
-absl::StatusOr<ImageDataset> ParseIdx(absl::string_view image_bytes,
-                                      absl::string_view label_bytes, absl::string_view source) {
+absl::StatusOr<ImageDataset> ParseIdx(absl::string_view image_bytes, absl::string_view label_bytes,
+                                      absl::string_view source) {
   ASSIGN_OR_RETURN(IdxHeader images, ParseHeader(image_bytes, 3, absl::StrCat(source, " images")));
   ASSIGN_OR_RETURN(IdxHeader labels, ParseHeader(label_bytes, 1, absl::StrCat(source, " labels")));
   if (images.dims[0] != labels.dims[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": ", images.dims[0], " images but ",
-                                                   labels.dims[0], " labels"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", images.dims[0], " images but ", labels.dims[0], " labels"));
   }
   ImageDataset out;
   out.rows = images.dims[1];
@@ -96,7 +97,8 @@ absl::StatusOr<ImageDataset> ParseIdx(absl::string_view image_bytes,
 absl::StatusOr<ImageDataset> LoadIdx(FileSystems& fs, absl::string_view images_path,
                                      absl::string_view labels_path) {
   auto read = [&](absl::string_view path) -> absl::StatusOr<std::string> {
-    ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(fs, path));
+    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(path));
+    ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(*file_system, path));
     if (absl::EndsWith(path, ".gz")) {
       ASSIGN_OR_RETURN(bytes, GunzipString(bytes), "decompressing ", path);
     }

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "shoal/io/file_system.h"
+#include "shoal/io/file_systems.h"
 
 namespace shoal {
 
@@ -33,8 +33,8 @@ struct ImageDataset {
 };
 
 // Parses uncompressed IDX bytes. `source` names the file in error messages.
-absl::StatusOr<ImageDataset> ParseIdx(absl::string_view image_bytes,
-                                      absl::string_view label_bytes, absl::string_view source);
+absl::StatusOr<ImageDataset> ParseIdx(absl::string_view image_bytes, absl::string_view label_bytes,
+                                      absl::string_view source);
 
 // Reads an images file and a labels file (gzip-compressed when the name ends in .gz) through
 // `fs` and parses them.

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "gtest/gtest.h"
+#include "shoal/io/file_util.h"
 #include "shoal/io/gzip.h"
 
 namespace shoal {
@@ -11,7 +12,8 @@ namespace {
 std::string Header(uint8_t rank, std::vector<uint32_t> dims) {
   std::string h = {0, 0, 0x08, static_cast<char>(rank)};
   for (uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8) h.push_back(static_cast<char>((d >> shift) & 0xff));
+    for (int shift = 24; shift >= 0; shift -= 8)
+      h.push_back(static_cast<char>((d >> shift) & 0xff));
   }
   return h;
 }
@@ -55,11 +57,12 @@ TEST(IdxTest, RejectsBadInputWithReasons) {
 
 TEST(IdxTest, LoadsGzipThroughFileSystem) {
   FileSystems fs;
-  RegisterBuiltinFileSystems(fs);
+  ASSERT_TRUE(RegisterBuiltinFileSystems(fs).ok());
   std::string images = Header(3, {1, 1, 2}) + std::string("\x10\x20", 2);
   std::string labels = Header(1, {1}) + std::string("\x03", 1);
-  ASSERT_TRUE(WriteStringToFile(fs, "mem://idx/a-images.gz", *GzipString(images)).ok());
-  ASSERT_TRUE(WriteStringToFile(fs, "mem://idx/a-labels", labels).ok());
+  FileSystem* mem = *fs.For("mem://");
+  ASSERT_TRUE(WriteStringToFile(*mem, "mem://idx/a-images.gz", *GzipString(images)).ok());
+  ASSERT_TRUE(WriteStringToFile(*mem, "mem://idx/a-labels", labels).ok());
   auto ds = LoadIdx(fs, "mem://idx/a-images.gz", "mem://idx/a-labels");
   ASSERT_TRUE(ds.ok()) << ds.status();
   EXPECT_EQ(ds->labels[0], 3);
@@ -73,7 +76,7 @@ TEST(IdxTest, RealFashionMnist) {
   const char* dir = "/usr/share/datasets/fashion-mnist";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " absent (dataset-fashion-mnist)";
   FileSystems fs;
-  RegisterBuiltinFileSystems(fs);
+  ASSERT_TRUE(RegisterBuiltinFileSystems(fs).ok());
   auto test = LoadFashionMnist(fs, dir, "t10k");
   ASSERT_TRUE(test.ok()) << test.status();
   EXPECT_EQ(test->size(), 10000);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds and runs the Google Benchmark programs on one core; figures go to docs/benchmarks.md by
+# hand, with the machine and the date. Not part of scripts/test.sh: speed is measured here only.
+#   scripts/bench.sh                    all benchmarks
+#   scripts/bench.sh embedding_bench    one program (extra args go to it, e.g. --benchmark_filter=)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh --bench
+# A fresh configure picks up OpenBLAS for gemm_bench if it was just installed.
+if [[ -f build/CMakeCache.txt ]] && ! grep -q 'OPENBLAS_LIBRARY:FILEPATH=/' build/CMakeCache.txt; then
+  cmake -S . -B build >/dev/null
+fi
+all=(crc32c_bench gemm_bench nn_bench optim_bench embedding_bench)
+if (($#)); then progs=("$1"); shift; else progs=("${all[@]}"); fi
+scripts/build.sh "${progs[@]}"
+# One thread everywhere; Debian's OpenBLAS misdetects this CPU (AMD EPYC, AVX-512) without a
+# core type, and SkylakeX (its AVX-512 kernels) was the fastest of those tried.
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-SkylakeX}"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, $(date -u +%F)"
+for p in "${progs[@]}"; do
+  echo "== $p"
+  taskset -c 0 "build/bench/$p" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@"
+done

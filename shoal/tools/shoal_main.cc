@@ -1,0 +1,83 @@
+// The `shoal` command line. Subcommands grow with the project (design section 4); each one parses
+// its flags here, runs, and turns an error status into "error: <message>" and exit code 1.
+// Usage errors exit 2 (CLI11's convention is kept).
+#include <cstdio>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_format.h"
+#include "shoal/base/logging.h"
+#include "shoal/tools/quickstart.h"
+
+namespace shoal {
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+int ReportError(const absl::Status& status) {
+  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+void AddQuickstart(CLI::App& app, QuickstartOptions& options, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "quickstart", "Train an MLP on Fashion-MNIST in one process and print its metrics");
+  cmd->add_option("--data-dir", options.data_dir, "Directory of the Fashion-MNIST IDX .gz files")
+      ->capture_default_str();
+  cmd->add_option("--epochs", options.epochs, "Passes over the training set")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--batch-size", options.batch_size, "Examples per step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--hidden", options.hidden, "Hidden layer widths, e.g. --hidden 256 128")
+      ->capture_default_str();
+  cmd->add_option("--optimizer", options.optimizer, "sgd, momentum, adagrad, adam or ftrl")
+      ->capture_default_str();
+  cmd->add_option("--learning-rate", options.learning_rate, "Optimizer learning rate")
+      ->capture_default_str();
+  cmd->add_option("--seed", options.seed, "Seed for initialisation and shuffling")
+      ->capture_default_str();
+  cmd->add_option("--log-every-steps", options.log_every_steps, "Progress line every N steps")
+      ->capture_default_str();
+  cmd->add_option("--max-train-examples", options.max_train_examples,
+                  "Train on the first N images only (0 = all)")
+      ->capture_default_str();
+  cmd->callback([&options, &exit_code] {
+    auto result = RunQuickstart(options);
+    if (!result.ok()) {
+      exit_code = ReportError(result.status());
+      return;
+    }
+    std::printf(
+        "final: test_accuracy %.4f  test_loss %.4f  steps %lld  examples %lld  "
+        "%.0f examples/s  (%.1f s)\n",
+        result->test_accuracy, result->test_loss, static_cast<long long>(result->steps),
+        static_cast<long long>(result->train_examples),
+        result->train_examples / result->train_seconds, result->train_seconds);
+  });
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CLI::App app{"shoal: train sparse and dense models on one machine or a cluster"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", kVersion);
+  int exit_code = 0;
+  QuickstartOptions quickstart;
+  AddQuickstart(app, quickstart, exit_code);
+  app.add_subcommand("version", "Print the version")->callback([] {
+    std::printf("shoal %s\n", kVersion);
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}
+
+}  // namespace shoal
+
+int main(int argc, char** argv) { return shoal::Main(argc, argv); }
