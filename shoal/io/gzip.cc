@@ -6,8 +6,7 @@
 
 namespace shoal {
 
-absl::StatusOr<std::string> GunzipString(absl::string_view compressed,
-                                         uint64_t max_output_bytes) {
+absl::StatusOr<std::string> GunzipString(absl::string_view compressed, uint64_t max_output_bytes) {
   std::string out;
   z_stream zs{};
   // 16 + MAX_WBITS: expect a gzip wrapper.

@@ -1,0 +1,69 @@
+#include "shoal/io/file_util.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "shoal/base/status.h"
+
+namespace shoal {
+namespace {
+
+// A suffix unique across threads (counter), processes (pid) and hosts sharing a remote file
+// system (random), so concurrent writers of the same path never share a temporary file.
+std::string UniqueTempSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t process_nonce = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  return absl::StrCat(".tmp.", getpid(), ".", absl::Hex(process_nonce), ".",
+                      counter.fetch_add(1, std::memory_order_relaxed));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFileToString(FileSystem& fs, absl::string_view path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs.NewRandomAccessFile(path));
+  ASSIGN_OR_RETURN(const uint64_t size, file->Size(), "reading ", path);
+  std::string contents(size, '\0');
+  uint64_t done = 0;
+  while (done < size) {
+    ASSIGN_OR_RETURN(absl::string_view got, file->Read(done, size - done, &contents[done]),
+                     "reading ", path);
+    if (got.empty()) break;  // the file shrank since Size()
+    if (got.data() != &contents[done]) std::memcpy(&contents[done], got.data(), got.size());
+    done += got.size();
+  }
+  contents.resize(done);
+  return contents;
+}
+
+absl::Status WriteStringToFile(FileSystem& fs, absl::string_view path, absl::string_view contents) {
+  ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs.NewWritableFile(path));
+  RETURN_IF_ERROR_CTX(file->Append(contents), "writing ", path);
+  RETURN_IF_ERROR_CTX(file->Close(), "closing ", path);
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(FileSystem& fs, absl::string_view path,
+                                 absl::string_view contents) {
+  const std::string temp = absl::StrCat(path, UniqueTempSuffix());
+  absl::Status status = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs.NewWritableFile(temp));
+    RETURN_IF_ERROR_CTX(file->Append(contents), "writing ", temp);
+    RETURN_IF_ERROR_CTX(file->Sync(), "syncing ", temp);
+    RETURN_IF_ERROR_CTX(file->Close(), "closing ", temp);
+    return fs.RenameFile(temp, path);
+  }();
+  if (!status.ok()) {
+    fs.DeleteFile(temp).IgnoreError();  // best effort; the temp may never have been created
+    return AnnotateCat(status, "writing ", path, " atomically");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shoal
