@@ -26,16 +26,26 @@ function(shoal_layer)
   add_library(shoal::${L_NAME} ALIAS ${target})
   install(FILES ${L_HDRS} DESTINATION include/shoal/${L_NAME})
 
-  if(SHOAL_BUILD_TESTS)
-    foreach(test_src ${L_TESTS})
-      get_filename_component(test_name ${test_src} NAME_WE)
-      set(test_target ${L_NAME}_${test_name})
-      add_executable(${test_target} ${test_src})
-      target_link_libraries(${test_target} PRIVATE ${target} ${L_TEST_DEPS}
-                            GTest::gtest GTest::gmock GTest::gtest_main)
-      add_test(NAME ${test_target} COMMAND ${test_target})
-      set_tests_properties(${test_target} PROPERTIES
-        WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} LABELS "${L_NAME};${L_TEST_LABELS}")
-    endforeach()
+  shoal_layer_tests(NAME ${L_NAME} TESTS ${L_TESTS} DEPS ${L_TEST_DEPS} LABELS ${L_TEST_LABELS})
+endfunction()
+
+# shoal_layer_tests(NAME <layer> TESTS <x_test.cc>... [DEPS <target>...] [LABELS <label>...])
+#
+# More gtest binaries for a layer, e.g. with LABELS concurrency: tests that run threads, which
+# scripts/test.sh builds and runs a second time under ThreadSanitizer.
+function(shoal_layer_tests)
+  cmake_parse_arguments(T "" "NAME" "TESTS;DEPS;LABELS" ${ARGN})
+  if(NOT SHOAL_BUILD_TESTS)
+    return()
   endif()
+  foreach(test_src ${T_TESTS})
+    get_filename_component(test_name ${test_src} NAME_WE)
+    set(test_target ${T_NAME}_${test_name})
+    add_executable(${test_target} ${test_src})
+    target_link_libraries(${test_target} PRIVATE shoal_${T_NAME} ${T_DEPS}
+                          GTest::gtest GTest::gmock GTest::gtest_main)
+    add_test(NAME ${test_target} COMMAND ${test_target})
+    set_tests_properties(${test_target} PROPERTIES
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} LABELS "${T_NAME};${T_LABELS}")
+  endforeach()
 endfunction()

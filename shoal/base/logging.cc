@@ -8,23 +8,35 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "absl/base/const_init.h"
-#include "absl/synchronization/mutex.h"
+#include "shoal/base/mutex.h"
 
 namespace shoal {
 namespace {
 
 std::atomic<int> g_min_severity{static_cast<int>(LogSeverity::kInfo)};
-absl::Mutex g_prefix_mu(absl::kConstInit);
-std::string* g_prefix ABSL_GUARDED_BY(g_prefix_mu) = nullptr;
+
+// The line prefix, behind a function-local static so it is initialised on first use.
+struct Prefix {
+  Mutex mu;
+  std::string text ABSL_GUARDED_BY(mu);
+};
+Prefix& LinePrefix() {
+  static Prefix* prefix = new Prefix;  // never destroyed: logging may run during exit
+  return *prefix;
+}
 
 char SeverityLetter(LogSeverity s) {
   switch (s) {
-    case LogSeverity::kDebug: return 'D';
-    case LogSeverity::kInfo: return 'I';
-    case LogSeverity::kWarning: return 'W';
-    case LogSeverity::kError: return 'E';
-    case LogSeverity::kFatal: return 'F';
+    case LogSeverity::kDebug:
+      return 'D';
+    case LogSeverity::kInfo:
+      return 'I';
+    case LogSeverity::kWarning:
+      return 'W';
+    case LogSeverity::kError:
+      return 'E';
+    case LogSeverity::kFatal:
+      return 'F';
   }
   return '?';
 }
@@ -48,9 +60,9 @@ LogSeverity MinLogSeverity() {
 }
 
 void SetLogPrefix(absl::string_view prefix) {
-  absl::MutexLock lock(&g_prefix_mu);
-  delete g_prefix;
-  g_prefix = prefix.empty() ? nullptr : new std::string(prefix);
+  Prefix& p = LinePrefix();
+  MutexLock lock(&p.mu);
+  p.text = std::string(prefix);
 }
 
 namespace internal {
@@ -70,8 +82,9 @@ LogMessage::~LogMessage() {
                 static_cast<long>(syscall(SYS_gettid)), Basename(file_), line_);
   std::string out(head);
   {
-    absl::MutexLock lock(&g_prefix_mu);
-    if (g_prefix != nullptr) out.append("[").append(*g_prefix).append("] ");
+    Prefix& p = LinePrefix();
+    MutexLock lock(&p.mu);
+    if (!p.text.empty()) out.append("[").append(p.text).append("] ");
   }
   out.append(stream_.str());
   out.push_back('\n');

@@ -14,6 +14,7 @@
 
 #include <sstream>
 #include <string>
+
 #include "absl/strings/string_view.h"
 
 namespace shoal {
@@ -58,30 +59,27 @@ struct LogVoidify {
 #define SHOAL_LOG_SEVERITY_ERROR ::shoal::LogSeverity::kError
 #define SHOAL_LOG_SEVERITY_FATAL ::shoal::LogSeverity::kFatal
 
-#define LOG(severity)                                                      \
-  (SHOAL_LOG_SEVERITY_##severity < ::shoal::MinLogSeverity())              \
-      ? (void)0                                                            \
-      : ::shoal::internal::LogVoidify() &                                  \
-            ::shoal::internal::LogMessage(__FILE__, __LINE__,              \
-                                          SHOAL_LOG_SEVERITY_##severity)   \
+#define LOG(severity)                                                                        \
+  (SHOAL_LOG_SEVERITY_##severity < ::shoal::MinLogSeverity())                                \
+      ? (void)0                                                                              \
+      : ::shoal::internal::LogVoidify() &                                                    \
+            ::shoal::internal::LogMessage(__FILE__, __LINE__, SHOAL_LOG_SEVERITY_##severity) \
                 .stream()
 
-#define CHECK(condition)                                                                  \
-  (condition) ? (void)0                                                                   \
-              : ::shoal::internal::LogVoidify() &                                         \
-                    ::shoal::internal::LogMessage(__FILE__, __LINE__,                     \
-                                                  ::shoal::LogSeverity::kFatal)           \
-                            .stream()                                                     \
-                        << "Check failed: " #condition " "
+#define CHECK(condition)                                                                    \
+  (condition)                                                                               \
+      ? (void)0                                                                             \
+      : ::shoal::internal::LogVoidify() &                                                   \
+            ::shoal::internal::LogMessage(__FILE__, __LINE__, ::shoal::LogSeverity::kFatal) \
+                    .stream()                                                               \
+                << "Check failed: " #condition " "
 
-#define SHOAL_CHECK_OP(a, b, op)                                                          \
-  ((a)op(b)) ? (void)0                                                                    \
-             : ::shoal::internal::LogVoidify() &                                          \
-                   ::shoal::internal::LogMessage(__FILE__, __LINE__,                      \
-                                                 ::shoal::LogSeverity::kFatal)            \
-                           .stream()                                                      \
-                       << "Check failed: " #a " " #op " " #b " (" << (a) << " vs " << (b) \
-                       << ") "
+#define SHOAL_CHECK_OP(a, b, op)                                                                   \
+  ((a)op(b)) ? (void)0                                                                             \
+             : ::shoal::internal::LogVoidify() &                                                   \
+                   ::shoal::internal::LogMessage(__FILE__, __LINE__, ::shoal::LogSeverity::kFatal) \
+                           .stream()                                                               \
+                       << "Check failed: " #a " " #op " " #b " (" << (a) << " vs " << (b) << ") "
 
 #define CHECK_EQ(a, b) SHOAL_CHECK_OP(a, b, ==)
 #define CHECK_NE(a, b) SHOAL_CHECK_OP(a, b, !=)
@@ -89,8 +87,8 @@ struct LogVoidify {
 #define CHECK_LE(a, b) SHOAL_CHECK_OP(a, b, <=)
 #define CHECK_GT(a, b) SHOAL_CHECK_OP(a, b, >)
 #define CHECK_GE(a, b) SHOAL_CHECK_OP(a, b, >=)
-#define CHECK_OK(expr)                                                   \
-  do {                                                                   \
-    const ::absl::Status shoal_check_status_ = (expr);                   \
-    CHECK(shoal_check_status_.ok()) << shoal_check_status_.ToString();   \
+#define CHECK_OK(expr)                                                 \
+  do {                                                                 \
+    const ::absl::Status shoal_check_status_ = (expr);                 \
+    CHECK(shoal_check_status_.ok()) << shoal_check_status_.ToString(); \
   } while (false)

@@ -15,14 +15,14 @@
 #include <map>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/strings/string_view.h"
+#include "shoal/base/mutex.h"
 
 namespace shoal {
 
@@ -39,37 +39,37 @@ class Registry {
     if (name.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("empty ", kind_, " name"));
     }
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto [it, inserted] =
         entries_.try_emplace(std::string(name), std::make_unique<T>(std::move(value)));
     if (!inserted) {
-      return absl::AlreadyExistsError(
-          absl::StrCat(kind_, " '", name, "' is already registered"));
+      return absl::AlreadyExistsError(absl::StrCat(kind_, " '", name, "' is already registered"));
     }
     return absl::OkStatus();
   }
 
   // The entry for `name`, or NOT_FOUND naming the known entries.
   absl::StatusOr<const T*> Find(absl::string_view name) const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = entries_.find(std::string(name));
     if (it == entries_.end()) {
       std::vector<std::string> known;
       for (const auto& [key, unused] : entries_) known.push_back(key);
-      return absl::NotFoundError(absl::StrCat("unknown ", kind_, " '", name, "'; known: ",
-                                              known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
+      return absl::NotFoundError(
+          absl::StrCat("unknown ", kind_, " '", name,
+                       "'; known: ", known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
     }
     return it->second.get();
   }
 
   bool Contains(absl::string_view name) const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return entries_.count(std::string(name)) > 0;
   }
 
   // Registered names in sorted order.
   std::vector<std::string> Names() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     std::vector<std::string> names;
     for (const auto& [key, unused] : entries_) names.push_back(key);
     return names;
@@ -79,7 +79,7 @@ class Registry {
 
  private:
   const std::string kind_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<std::string, std::unique_ptr<T>> entries_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -12,12 +12,12 @@
 // retry policy that the code encodes survives the hop.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace shoal {
 
@@ -47,22 +47,22 @@ absl::Status AsStatus(const absl::StatusOr<T>& s) {
 
 // Evaluates `expr` (absl::Status or StatusOr) and returns its status from the enclosing function
 // when it is not OK.
-#define RETURN_IF_ERROR(expr)                                                            \
-  do {                                                                                   \
-    ::absl::Status shoal_status_ = ::shoal::internal::AsStatus(expr);                    \
-    if (!shoal_status_.ok()) return shoal_status_;                                       \
+#define RETURN_IF_ERROR(expr)                                         \
+  do {                                                                \
+    ::absl::Status shoal_status_ = ::shoal::internal::AsStatus(expr); \
+    if (!shoal_status_.ok()) return shoal_status_;                    \
   } while (false)
 
 // As RETURN_IF_ERROR, prepending the StrCat of the remaining arguments as context.
-#define RETURN_IF_ERROR_CTX(expr, ...)                                                   \
-  do {                                                                                   \
-    ::absl::Status shoal_status_ = ::shoal::internal::AsStatus(expr);                    \
-    if (!shoal_status_.ok()) return ::shoal::AnnotateCat(shoal_status_, __VA_ARGS__);    \
+#define RETURN_IF_ERROR_CTX(expr, ...)                                                \
+  do {                                                                                \
+    ::absl::Status shoal_status_ = ::shoal::internal::AsStatus(expr);                 \
+    if (!shoal_status_.ok()) return ::shoal::AnnotateCat(shoal_status_, __VA_ARGS__); \
   } while (false)
 
-#define SHOAL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr, ...)                                 \
-  auto tmp = (expr);                                                                     \
-  if (!tmp.ok()) return ::shoal::AnnotateCat(tmp.status() __VA_OPT__(, ) __VA_ARGS__);   \
+#define SHOAL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr, ...)                               \
+  auto tmp = (expr);                                                                   \
+  if (!tmp.ok()) return ::shoal::AnnotateCat(tmp.status() __VA_OPT__(, ) __VA_ARGS__); \
   lhs = std::move(tmp).value()
 
 // ASSIGN_OR_RETURN(lhs, expr[, context...]): evaluates the StatusOr `expr`; on error returns its

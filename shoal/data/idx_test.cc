@@ -61,6 +61,7 @@ TEST(IdxTest, LoadsGzipThroughFileSystem) {
   std::string images = Header(3, {1, 1, 2}) + std::string("\x10\x20", 2);
   std::string labels = Header(1, {1}) + std::string("\x03", 1);
   FileSystem* mem = *fs.For("mem://");
+  ASSERT_TRUE(mem->RecursivelyCreateDir("mem://idx").ok());
   ASSERT_TRUE(WriteStringToFile(*mem, "mem://idx/a-images.gz", *GzipString(images)).ok());
   ASSERT_TRUE(WriteStringToFile(*mem, "mem://idx/a-labels", labels).ok());
   auto ds = LoadIdx(fs, "mem://idx/a-images.gz", "mem://idx/a-labels");

@@ -71,35 +71,35 @@ class FaultWritableFile final : public WritableFile {
 }  // namespace
 
 void FaultInjectionFileSystem::Inject(InjectedFault fault) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   faults_.push_back({std::move(fault), 0});
 }
 
 void FaultInjectionFileSystem::TearWrites(absl::string_view path_contains, uint64_t keep_bytes) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   tears_.push_back({std::string(path_contains), keep_bytes});
 }
 
 void FaultInjectionFileSystem::CorruptReads(absl::string_view path_contains, uint64_t offset,
                                             uint8_t mask) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   corruptions_.push_back({std::string(path_contains), offset, mask});
 }
 
 void FaultInjectionFileSystem::Clear() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   faults_.clear();
   tears_.clear();
   corruptions_.clear();
 }
 
 int64_t FaultInjectionFileSystem::Count(FileOp op) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return counts_[static_cast<int>(op)];
 }
 
 absl::Status FaultInjectionFileSystem::Check(FileOp op, absl::string_view path) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++counts_[static_cast<int>(op)];
   absl::Status failure;
   for (ArmedFault& armed : faults_) {
@@ -115,7 +115,7 @@ absl::Status FaultInjectionFileSystem::Check(FileOp op, absl::string_view path) 
 
 uint64_t FaultInjectionFileSystem::BytesKept(absl::string_view path, uint64_t offset,
                                              uint64_t n) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   uint64_t kept = n;
   for (const Tear& tear : tears_) {
     if (!absl::StrContains(path, tear.path_contains)) continue;
@@ -126,7 +126,7 @@ uint64_t FaultInjectionFileSystem::BytesKept(absl::string_view path, uint64_t of
 
 absl::string_view FaultInjectionFileSystem::Corrupt(absl::string_view path, uint64_t offset,
                                                     absl::string_view data, char* scratch) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const size_t n = data.size();
   bool in_scratch = data.data() == scratch;
   for (const Corruption& c : corruptions_) {

@@ -23,7 +23,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "shoal/base/mutex.h"
 #include "shoal/io/file_system.h"
 
 namespace shoal {
@@ -109,7 +109,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   };
 
   FileSystem* const base_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<ArmedFault> faults_ ABSL_GUARDED_BY(mu_);
   std::vector<Tear> tears_ ABSL_GUARDED_BY(mu_);
   std::vector<Corruption> corruptions_ ABSL_GUARDED_BY(mu_);

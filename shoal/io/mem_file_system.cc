@@ -12,7 +12,7 @@
 namespace shoal {
 
 struct MemFileSystem::FileData {
-  absl::Mutex mu;
+  Mutex mu;
   std::string contents ABSL_GUARDED_BY(mu);
 };
 
@@ -53,7 +53,7 @@ class MemRandomAccessFile final : public RandomAccessFile {
   explicit MemRandomAccessFile(std::shared_ptr<FileData> data) : data_(std::move(data)) {}
 
   absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n, char* scratch) const override {
-    absl::MutexLock lock(&data_->mu);
+    MutexLock lock(&data_->mu);
     const std::string& contents = data_->contents;
     if (offset >= contents.size()) return absl::string_view(scratch, 0);
     const size_t len = std::min<uint64_t>(n, contents.size() - offset);
@@ -62,7 +62,7 @@ class MemRandomAccessFile final : public RandomAccessFile {
   }
 
   absl::StatusOr<uint64_t> Size() const override {
-    absl::MutexLock lock(&data_->mu);
+    MutexLock lock(&data_->mu);
     return data_->contents.size();
   }
 
@@ -77,7 +77,7 @@ class MemWritableFile final : public WritableFile {
 
   absl::Status Append(absl::string_view bytes) override {
     RETURN_IF_ERROR(CheckOpen());
-    absl::MutexLock lock(&data_->mu);
+    MutexLock lock(&data_->mu);
     data_->contents.append(bytes.data(), bytes.size());
     return absl::OkStatus();
   }
@@ -109,7 +109,7 @@ bool MemFileSystem::DirExists(const std::string& key) const {
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> MemFileSystem::NewRandomAccessFile(
     absl::string_view path) {
   ASSIGN_OR_RETURN(const std::string key, ToKey(path));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(key);
   if (it == files_.end()) {
     if (DirExists(key)) return absl::FailedPreconditionError(absl::StrCat(path, " is a directory"));
@@ -121,7 +121,7 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> MemFileSystem::NewRandomAccess
 absl::StatusOr<std::unique_ptr<WritableFile>> MemFileSystem::OpenForWrite(absl::string_view path,
                                                                           bool truncate) {
   ASSIGN_OR_RETURN(const std::string key, ToKey(path));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (DirExists(key)) return absl::FailedPreconditionError(absl::StrCat(path, " is a directory"));
   if (!DirExists(ParentKey(key))) {
     return absl::NotFoundError(absl::StrCat("parent directory of ", path, " does not exist"));
@@ -130,7 +130,7 @@ absl::StatusOr<std::unique_ptr<WritableFile>> MemFileSystem::OpenForWrite(absl::
   if (data == nullptr) {
     data = std::make_shared<FileData>();
   } else if (truncate) {
-    absl::MutexLock file_lock(&data->mu);
+    MutexLock file_lock(&data->mu);
     data->contents.clear();
   }
   return std::make_unique<MemWritableFile>(data, std::string(path));
@@ -148,13 +148,13 @@ absl::StatusOr<std::unique_ptr<WritableFile>> MemFileSystem::NewAppendableFile(
 
 absl::StatusOr<bool> MemFileSystem::FileExists(absl::string_view path) {
   ASSIGN_OR_RETURN(const std::string key, ToKey(path));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return files_.count(key) > 0 || DirExists(key);
 }
 
 absl::StatusOr<bool> MemFileSystem::IsDirectory(absl::string_view path) {
   ASSIGN_OR_RETURN(const std::string key, ToKey(path));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (DirExists(key)) return true;
   if (files_.count(key) > 0) return false;
   return absl::NotFoundError(absl::StrCat("no such file or directory: ", path));
@@ -162,19 +162,19 @@ absl::StatusOr<bool> MemFileSystem::IsDirectory(absl::string_view path) {
 
 absl::StatusOr<uint64_t> MemFileSystem::GetFileSize(absl::string_view path) {
   ASSIGN_OR_RETURN(const std::string key, ToKey(path));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(key);
   if (it == files_.end()) {
     if (DirExists(key)) return absl::FailedPreconditionError(absl::StrCat(path, " is a directory"));
     return absl::NotFoundError(absl::StrCat("no such file: ", path));
   }
-  absl::MutexLock file_lock(&it->second->mu);
+  MutexLock file_lock(&it->second->mu);
   return it->second->contents.size();
 }
 
 absl::StatusOr<std::vector<std::string>> MemFileSystem::GetChildren(absl::string_view dir) {
   ASSIGN_OR_RETURN(const std::string key, ToKey(dir));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!DirExists(key)) {
     if (files_.count(key) > 0) {
       return absl::FailedPreconditionError(absl::StrCat(dir, " is not a directory"));
@@ -196,7 +196,7 @@ absl::StatusOr<std::vector<std::string>> MemFileSystem::GetChildren(absl::string
 
 absl::Status MemFileSystem::CreateDir(absl::string_view dir) {
   ASSIGN_OR_RETURN(const std::string key, ToKey(dir));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (DirExists(key) || files_.count(key) > 0) {
     return absl::AlreadyExistsError(absl::StrCat(dir, " already exists"));
   }
@@ -209,7 +209,7 @@ absl::Status MemFileSystem::CreateDir(absl::string_view dir) {
 
 absl::Status MemFileSystem::RecursivelyCreateDir(absl::string_view dir) {
   ASSIGN_OR_RETURN(const std::string key, ToKey(dir));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (size_t end = 0; end != std::string::npos;) {
     end = key.find('/', end + 1);
     const std::string prefix = key.substr(0, end);
@@ -224,7 +224,7 @@ absl::Status MemFileSystem::RecursivelyCreateDir(absl::string_view dir) {
 
 absl::Status MemFileSystem::DeleteFile(absl::string_view path) {
   ASSIGN_OR_RETURN(const std::string key, ToKey(path));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (files_.erase(key) > 0) return absl::OkStatus();
   if (DirExists(key)) return absl::FailedPreconditionError(absl::StrCat(path, " is a directory"));
   return absl::NotFoundError(absl::StrCat("no such file: ", path));
@@ -232,7 +232,7 @@ absl::Status MemFileSystem::DeleteFile(absl::string_view path) {
 
 absl::Status MemFileSystem::DeleteRecursively(absl::string_view path) {
   ASSIGN_OR_RETURN(const std::string key, ToKey(path));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (files_.erase(key) > 0) return absl::OkStatus();
   if (!DirExists(key)) return absl::NotFoundError(absl::StrCat("no such file: ", path));
   std::erase_if(files_, [&](const auto& entry) { return IsBelow(entry.first, key); });
@@ -244,7 +244,7 @@ absl::Status MemFileSystem::DeleteRecursively(absl::string_view path) {
 absl::Status MemFileSystem::RenameFile(absl::string_view src, absl::string_view dst) {
   ASSIGN_OR_RETURN(const std::string from, ToKey(src));
   ASSIGN_OR_RETURN(const std::string to, ToKey(dst));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const bool src_is_file = files_.count(from) > 0;
   if (!src_is_file && (from.empty() || !DirExists(from))) {
     return absl::NotFoundError(absl::StrCat("rename ", src, ": no such file"));

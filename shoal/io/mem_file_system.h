@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "shoal/base/mutex.h"
 #include "shoal/io/file_system.h"
 
 namespace shoal {
@@ -48,7 +48,7 @@ class MemFileSystem final : public FileSystem {
   absl::StatusOr<std::unique_ptr<WritableFile>> OpenForWrite(absl::string_view path, bool truncate);
   bool DirExists(const std::string& key) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   // Keys are paths without the "mem://" prefix, e.g. "a/b"; the root "" is implicit.
   std::map<std::string, std::shared_ptr<FileData>> files_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> dirs_ ABSL_GUARDED_BY(mu_);

@@ -6,6 +6,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "shoal/base/logging.h"
 #include "shoal/tools/quickstart.h"
 
@@ -70,6 +71,20 @@ int Main(int argc, char** argv) {
   app.add_subcommand("version", "Print the version")->callback([] {
     std::printf("shoal %s\n", kVersion);
   });
+  // CLI11 reports an unknown command as "A subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names.push_back(sub->get_name());
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "error: unknown command '%s'; commands: %s\n", argv[1],
+                   absl::StrJoin(names, ", ").c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
