@@ -38,7 +38,7 @@ using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf, Eigen::Aligned64>;
 
 class Tensor {
  public:
-  Tensor() = default;  // an empty rank-1 tensor of size 0
+  Tensor() = default;            // an empty rank-1 tensor of size 0
   explicit Tensor(Shape shape);  // zero-filled
   Tensor(Shape shape, float fill);
   // CHECKs that values.size() == NumElements(shape).
