@@ -16,7 +16,7 @@ scripts/build.sh "${progs[@]}"
 # One thread everywhere; Debian's OpenBLAS misdetects this CPU (AMD EPYC, AVX-512) without a
 # core type, and SkylakeX (its AVX-512 kernels) was the fastest of those tried.
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-SkylakeX}"
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, $(date -u +%F)"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc --all) cores, $(date -u +%F)"
 for p in "${progs[@]}"; do
   echo "== $p"
   taskset -c 0 "build/bench/$p" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@"

@@ -70,17 +70,31 @@ void RawColumn::Clear() {
   string_ends_.clear();
 }
 
-void RawColumn::Append(const RawColumn& other) {
+void RawColumn::AppendRows(const RawColumn& other, int64_t begin, int64_t end) {
   CHECK(type_ == other.type_);
-  const int64_t base = num_values();
-  for (size_t r = 1; r < other.row_offsets_.size(); ++r) {
-    row_offsets_.push_back(base + other.row_offsets_[r]);
+  CHECK(begin >= 0 && begin <= end && end <= other.num_rows());
+  const int64_t first = other.RowBegin(begin), last = other.RowBegin(end);
+  const int64_t base = num_values() - first;
+  for (int64_t r = begin + 1; r <= end; ++r) {
+    row_offsets_.push_back(base + other.row_offsets_[static_cast<size_t>(r)]);
   }
-  floats_.insert(floats_.end(), other.floats_.begin(), other.floats_.end());
-  int64s_.insert(int64s_.end(), other.int64s_.begin(), other.int64s_.end());
-  const uint64_t data_base = string_data_.size();
-  string_data_ += other.string_data_;
-  for (uint64_t end : other.string_ends_) string_ends_.push_back(data_base + end);
+  switch (type_) {
+    case ValueType::kFloat:
+      floats_.insert(floats_.end(), other.floats_.begin() + first, other.floats_.begin() + last);
+      break;
+    case ValueType::kInt64:
+      int64s_.insert(int64s_.end(), other.int64s_.begin() + first, other.int64s_.begin() + last);
+      break;
+    case ValueType::kString: {
+      if (first == last) break;
+      const uint64_t data_begin = first == 0 ? 0 : other.string_ends_[first - 1];
+      const uint64_t data_end = other.string_ends_[last - 1];
+      const uint64_t shift = string_data_.size() - data_begin;
+      string_data_.append(other.string_data_, data_begin, data_end - data_begin);
+      for (int64_t i = first; i < last; ++i) string_ends_.push_back(other.string_ends_[i] + shift);
+      break;
+    }
+  }
 }
 
 int Schema::IndexOf(absl::string_view name) const {
@@ -105,10 +119,11 @@ void RawBatch::Clear() {
   num_rows_ = 0;
 }
 
-void RawBatch::Append(const RawBatch& other) {
+void RawBatch::AppendRows(const RawBatch& other, int64_t begin, int64_t end) {
   CHECK_EQ(columns_.size(), other.columns_.size());
-  for (size_t i = 0; i < columns_.size(); ++i) columns_[i].Append(other.columns_[i]);
-  num_rows_ += other.num_rows_;
+  for (size_t i = 0; i < columns_.size(); ++i)
+    columns_[i].AppendRows(other.columns_[i], begin, end);
+  num_rows_ += end - begin;
 }
 
 }  // namespace shoal

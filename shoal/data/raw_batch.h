@@ -50,8 +50,9 @@ class RawColumn {
   // Drops rows from `num_rows` on (used to roll back a record that failed half-way).
   void TruncateRows(int64_t num_rows);
   void Clear();
-  // Appends all rows of `other` (same type) after this column's rows.
-  void Append(const RawColumn& other);
+  // Appends rows [begin, end) of `other` (same type) after this column's rows.
+  void AppendRows(const RawColumn& other, int64_t begin, int64_t end);
+  void Append(const RawColumn& other) { AppendRows(other, 0, other.num_rows()); }
 
  private:
   int64_t CurrentValueCount() const;
@@ -95,8 +96,9 @@ class RawBatch {
   void EndRecord() { ++num_rows_; }
   void Rollback();  // truncates every column to num_rows()
   void Clear();
-  // Appends all rows of `other` (same schema).
-  void Append(const RawBatch& other);
+  // Appends records [begin, end) of `other` (same schema).
+  void AppendRows(const RawBatch& other, int64_t begin, int64_t end);
+  void Append(const RawBatch& other) { AppendRows(other, 0, other.num_rows()); }
 
  private:
   std::vector<RawColumn> columns_;

@@ -1,0 +1,121 @@
+#include "shoal/data/task_source.h"
+
+#include <set>
+
+#include "gtest/gtest.h"
+#include "shoal/io/file_util.h"
+
+namespace shoal {
+namespace {
+
+class TaskSourceTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(RegisterBuiltinFileSystems(fs_).ok());
+    mem_ = *fs_.For("mem://");
+    ASSERT_TRUE(mem_->RecursivelyCreateDir("mem://in").ok());
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(WriteStringToFile(*mem_, "mem://in/part-" + std::to_string(i) + ".txt",
+                                    std::string(1000, 'x'))
+                      .ok());
+    }
+    ASSERT_TRUE(WriteStringToFile(*mem_, "mem://in/other.csv", "a").ok());
+  }
+
+  std::vector<DataTask> Drain(TaskSource& source) {
+    std::vector<DataTask> out;
+    while (true) {
+      auto next = source.Next();
+      EXPECT_TRUE(next.ok());
+      if (!next.ok() || !next->has_value()) return out;
+      out.push_back(**next);
+    }
+  }
+
+  FileSystems fs_;
+  FileSystem* mem_ = nullptr;
+};
+
+TEST_F(TaskSourceTest, GlobsEpochsAndIds) {
+  StaticTaskOptions o;
+  o.patterns = {"mem://in/part-*.txt"};
+  o.num_epochs = 2;
+  auto source = StaticTaskSource::Create(fs_, o, RecordFormat::kText);
+  ASSERT_TRUE(source.ok()) << source.status();
+  std::vector<DataTask> tasks = Drain(**source);
+  ASSERT_EQ(tasks.size(), 10u);
+  EXPECT_EQ(tasks[0].path, "mem://in/part-0.txt");
+  EXPECT_EQ(tasks[4].path, "mem://in/part-4.txt");
+  EXPECT_EQ(tasks[4].epoch, 0);
+  EXPECT_EQ(tasks[5].epoch, 1);
+  EXPECT_EQ(tasks[9].id, 9);
+}
+
+TEST_F(TaskSourceTest, ShuffledFilesDifferPerEpochButCoverAll) {
+  StaticTaskOptions o;
+  o.patterns = {"mem://in/part-*.txt"};
+  o.num_epochs = 3;
+  o.shuffle_files = true;
+  o.seed = 5;
+  auto source = StaticTaskSource::Create(fs_, o, RecordFormat::kText);
+  ASSERT_TRUE(source.ok());
+  std::vector<DataTask> tasks = Drain(**source);
+  std::vector<std::vector<std::string>> epochs(3);
+  for (const DataTask& t : tasks) epochs[t.epoch].push_back(t.path);
+  for (auto& e : epochs) EXPECT_EQ(std::set<std::string>(e.begin(), e.end()).size(), 5u);
+  EXPECT_TRUE(epochs[0] != epochs[1] || epochs[1] != epochs[2]);
+}
+
+TEST_F(TaskSourceTest, StaticShardsPartitionTheFiles) {
+  std::set<std::string> all;
+  for (int index = 0; index < 2; ++index) {
+    StaticTaskOptions o;
+    o.patterns = {"mem://in/part-*.txt"};
+    o.shard_num = 2;
+    o.shard_index = index;
+    auto source = StaticTaskSource::Create(fs_, o, RecordFormat::kText);
+    ASSERT_TRUE(source.ok());
+    for (const DataTask& t : Drain(**source)) EXPECT_TRUE(all.insert(t.path).second);
+  }
+  EXPECT_EQ(all.size(), 5u);
+}
+
+TEST_F(TaskSourceTest, SplitsLargeTextFilesIntoRanges) {
+  StaticTaskOptions o;
+  o.patterns = {"mem://in/part-0.txt"};
+  o.split_bytes = 300;
+  auto source = StaticTaskSource::Create(fs_, o, RecordFormat::kText);
+  ASSERT_TRUE(source.ok());
+  std::vector<DataTask> tasks = Drain(**source);
+  ASSERT_EQ(tasks.size(), 4u);
+  EXPECT_EQ(tasks[1].begin, 300u);
+  EXPECT_EQ(tasks[1].end, 600u);
+  EXPECT_EQ(tasks[3].end, DataTask::kToEnd);
+  // TFRecord files are never split by bytes (records are not self-synchronising).
+  auto tf = StaticTaskSource::Create(fs_, o, RecordFormat::kTFRecord);
+  ASSERT_TRUE(tf.ok());
+  EXPECT_EQ(Drain(**tf).size(), 1u);
+}
+
+TEST_F(TaskSourceTest, ClearErrors) {
+  StaticTaskOptions o;
+  o.patterns = {"mem://in/nothing-*.txt"};
+  auto none = StaticTaskSource::Create(fs_, o, RecordFormat::kText);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find("nothing-*.txt' matches no file"),
+            absl::string_view::npos);
+  o.patterns = {"mem://in/other.csv"};
+  o.shard_num = 2;
+  o.shard_index = 1;
+  auto empty_shard = StaticTaskSource::Create(fs_, o, RecordFormat::kText);
+  EXPECT_EQ(empty_shard.status().code(), absl::StatusCode::kNotFound);
+  o.shard_index = 2;
+  EXPECT_EQ(StaticTaskSource::Create(fs_, o, RecordFormat::kText).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  o = {};
+  EXPECT_EQ(StaticTaskSource::Create(fs_, o, RecordFormat::kText).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace shoal
