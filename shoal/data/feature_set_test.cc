@@ -1,0 +1,321 @@
+#include "shoal/data/feature_set.h"
+
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shoal/data/feature_test_util.h"
+#include "shoal/io/file_util.h"
+
+namespace shoal {
+namespace {
+
+using feature_testing::MakeBatch;
+using feature_testing::MakeSchema;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class FeatureSetTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(RegisterBuiltinFileSystems(fs_).ok()); }
+
+  absl::StatusOr<FeatureSet> Create(const FeatureColumns& columns, const Schema& schema) {
+    return FeatureSet::Create(columns, schema, fs_);
+  }
+  // The error message of a configuration that must fail with INVALID_ARGUMENT.
+  std::string ConfigError(const FeatureColumns& columns, const Schema& schema) {
+    auto set = Create(columns, schema);
+    EXPECT_FALSE(set.ok());
+    EXPECT_EQ(set.status().code(), absl::StatusCode::kInvalidArgument) << set.status();
+    return std::string(set.status().message());
+  }
+
+  FileSystems fs_;
+};
+
+TEST_F(FeatureSetTest, NumericNormalizersDefaultsAndLayout) {
+  const Schema schema = MakeSchema({{"label", ValueType::kInt64},
+                                    {"x", ValueType::kFloat},
+                                    {"count", ValueType::kInt64},
+                                    {"vec", ValueType::kFloat}});
+  const RawBatch batch =
+      MakeBatch(schema, {{{"1"}, {"0"}}, {{"3"}, {}}, {{"0"}, {"-4"}}, {{"1", "2", "3"}, {"5"}}});
+  FeatureColumns columns;
+  columns.numeric.push_back({.name = "x",
+                             .default_value = 1.0f,
+                             .normalizer = Normalizer::kStandardize,
+                             .mean = 1.0f,
+                             .stddev = 2.0f});
+  columns.numeric.push_back(
+      {.name = "count_log", .source = "count", .normalizer = Normalizer::kLog1p});
+  columns.numeric.push_back({.name = "vec", .dimension = 3, .default_value = -1.0f});
+  columns.label.source = "label";
+  auto set = Create(columns, schema);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->dense_width(), 5);
+  EXPECT_TRUE(set->has_label());
+  auto out = set->Transform(batch);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->batch_size, 2);
+  EXPECT_THAT(out->dense_names, ElementsAre("x", "count_log", "vec"));
+  EXPECT_THAT(out->dense_widths, ElementsAre(1, 1, 3));
+  ASSERT_EQ(out->dense.shape(), (Shape{2, 5}));
+  EXPECT_FLOAT_EQ(out->dense.at(0, 0), 1.0f);  // (3 - 1) / 2
+  EXPECT_FLOAT_EQ(out->dense.at(1, 0), 0.0f);  // missing -> default 1, standardised
+  EXPECT_FLOAT_EQ(out->dense.at(0, 1), 0.0f);  // log1p(0)
+  EXPECT_FLOAT_EQ(out->dense.at(1, 1), 0.0f);  // negative clipped to 0
+  EXPECT_FLOAT_EQ(out->dense.at(0, 2), 1.0f);
+  EXPECT_FLOAT_EQ(out->dense.at(0, 4), 3.0f);
+  EXPECT_FLOAT_EQ(out->dense.at(1, 2), 5.0f);
+  EXPECT_FLOAT_EQ(out->dense.at(1, 3), -1.0f);  // a short row is padded with the default
+  EXPECT_FLOAT_EQ(out->dense.at(1, 4), -1.0f);
+  ASSERT_EQ(out->labels.shape(), (Shape{2, 1}));
+  EXPECT_EQ(out->labels[0], 1.0f);
+  EXPECT_EQ(out->labels[1], 0.0f);
+}
+
+TEST_F(FeatureSetTest, BucketizedOneHotAfterNumerics) {
+  const Schema schema = MakeSchema({{"age", ValueType::kFloat}});
+  FeatureColumns columns;
+  columns.numeric.push_back({.name = "age"});
+  columns.bucketized.push_back({.name = "age_b", .source = "age", .boundaries = {18, 65}});
+  columns.indicator.push_back({.categorical = "age_b"});
+  auto set = Create(columns, schema);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_THAT(set->dense_names(), ElementsAre("age", "age_b_indicator"));
+  auto out = set->Transform(MakeBatch(schema, {{{"40"}, {}, {"70"}}}));
+  ASSERT_TRUE(out.ok());
+  const std::vector<float> dense(out->dense.data(), out->dense.data() + out->dense.size());
+  EXPECT_THAT(dense, ElementsAre(40, 0, 1, 0,    // 18 <= 40 < 65
+                                 0, 0, 0, 0,     // missing: no bucket
+                                 70, 0, 0, 1));  // >= 65
+}
+
+TEST_F(FeatureSetTest, SparseSpecsBeforeAnyBatch) {
+  const Schema schema = MakeSchema({{"a", ValueType::kString}});
+  FeatureColumns columns;
+  columns.hashed.push_back({.name = "a"});
+  columns.embedding.push_back({.categorical = "a", .dimension = 8, .pooling = Pooling::kSum});
+  columns.wide.push_back({.categorical = "a", .table = "linear"});
+  auto set = Create(columns, schema);
+  ASSERT_TRUE(set.ok());
+  ASSERT_EQ(set->sparse_specs().size(), 2u);
+  EXPECT_EQ(set->sparse_specs()[0].name, "a_embedding");
+  EXPECT_EQ(set->sparse_specs()[0].dim, 8);
+  EXPECT_EQ(set->sparse_specs()[1].name, "a");
+  EXPECT_EQ(set->sparse_specs()[1].table, "linear");
+  EXPECT_FALSE(set->has_label());
+  auto out = set->Transform(MakeBatch(schema, {{{"v"}}}));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->labels.size(), 0);
+  EXPECT_EQ(out->dense.shape(), (Shape{1, 0}));
+}
+
+TEST_F(FeatureSetTest, ConfigErrorsNameTheColumn) {
+  const Schema schema = MakeSchema({{"n", ValueType::kFloat}, {"s", ValueType::kString}});
+  {
+    FeatureColumns c;
+    c.numeric.push_back({.name = "missing"});
+    EXPECT_THAT(
+        ConfigError(c, schema),
+        HasSubstr("numeric column 'missing': source column 'missing' is not in the schema"));
+  }
+  {
+    FeatureColumns c;
+    c.numeric.push_back({.name = "x", .source = "s"});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("numeric column 'x': source column 's' has "
+                                                  "type string, expected float or int64"));
+  }
+  {
+    FeatureColumns c;
+    c.hashed.push_back({.name = "n"});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("hashed column 'n'"));
+  }
+  {
+    FeatureColumns c;
+    c.vocabulary.push_back({.name = "s"});
+    EXPECT_THAT(ConfigError(c, schema),
+                HasSubstr("vocabulary column 's': the vocabulary is empty"));
+  }
+  {
+    FeatureColumns c;
+    c.vocabulary.push_back({.name = "s", .vocabulary = {"a", "b", "a"}});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("token 'a' appears twice"));
+  }
+  {
+    FeatureColumns c;
+    c.vocabulary.push_back(
+        {.name = "s", .vocabulary = {"a"}, .num_oov_buckets = 2, .default_value = 0});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("not both"));
+  }
+  {
+    FeatureColumns c;
+    c.numeric.push_back({.name = "n"});
+    c.hashed.push_back({.name = "s"});
+    c.crossed.push_back({.name = "n_x_s", .keys = {"n", "s"}});
+    EXPECT_THAT(ConfigError(c, schema),
+                HasSubstr("crossed column 'n_x_s': 'n' is a numeric column; use a bucketized"));
+  }
+  {
+    FeatureColumns c;
+    c.hashed.push_back({.name = "s"});
+    c.crossed.push_back({.name = "one", .keys = {"s"}});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("crossed column 'one': needs at least 2 keys"));
+  }
+  {
+    FeatureColumns c;
+    c.hashed.push_back({.name = "s"});
+    c.hashed.push_back({.name = "s"});
+    EXPECT_THAT(ConfigError(c, schema),
+                HasSubstr("hashed column 's': the column name is used twice"));
+  }
+  {
+    FeatureColumns c;
+    c.hashed.push_back({.name = "s"});
+    c.embedding.push_back({.categorical = "t", .dimension = 4});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("'t' is not a categorical column"));
+  }
+  {
+    FeatureColumns c;
+    c.hashed.push_back({.name = "s"});
+    c.embedding.push_back({.categorical = "s", .dimension = 0});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("dimension must be > 0"));
+  }
+  {
+    FeatureColumns c;
+    c.hashed.push_back({.name = "s"});
+    c.hashed.push_back({.name = "s2", .source = "s"});
+    c.embedding.push_back({.categorical = "s", .dimension = 4, .table = "t"});
+    c.embedding.push_back({.categorical = "s2", .dimension = 8, .table = "t"});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("table 't' has dimension 4"));
+  }
+  {
+    FeatureColumns c;
+    c.hashed.push_back({.name = "s"});
+    c.hashed.push_back({.name = "s2", .source = "s", .seed = 3});
+    c.embedding.push_back({.categorical = "s", .dimension = 4, .table = "t"});
+    c.embedding.push_back({.categorical = "s2", .dimension = 4, .table = "t"});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("shares table 't' with 's_embedding'"));
+  }
+  {
+    FeatureColumns c;
+    c.hashed.push_back({.name = "s"});
+    c.indicator.push_back({.categorical = "s"});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("unbounded ids"));
+  }
+  {
+    FeatureColumns c;
+    c.bucketized.push_back({.name = "b", .source = "n", .boundaries = {2, 1}});
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("strictly increasing"));
+  }
+  {
+    FeatureColumns c;
+    c.label.source = "s";
+    EXPECT_THAT(ConfigError(c, schema), HasSubstr("label column 's'"));
+  }
+}
+
+TEST_F(FeatureSetTest, MissingVocabularyFileIsNotFound) {
+  const Schema schema = MakeSchema({{"s", ValueType::kString}});
+  FeatureColumns c;
+  c.vocabulary.push_back({.name = "s", .vocabulary_file = "mem://nope/vocab.txt"});
+  auto set = Create(c, schema);
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(set.status().message(), HasSubstr("vocabulary column 's'"));
+}
+
+TEST_F(FeatureSetTest, DataErrorsNameColumnAndRow) {
+  const Schema schema = MakeSchema({{"y", ValueType::kFloat}, {"n", ValueType::kFloat}});
+  FeatureColumns c;
+  c.numeric.push_back({.name = "n"});
+  c.label.source = "y";
+  auto set = Create(c, schema);
+  ASSERT_TRUE(set.ok());
+  auto out = set->Transform(MakeBatch(schema, {{{"1"}, {"0"}}, {{"1"}, {"1", "2"}}}));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("numeric column 'n': row 1 has 2 values"));
+  out = set->Transform(MakeBatch(schema, {{{"1"}, {}}, {{"1"}, {"2"}}}));
+  EXPECT_THAT(out.status().message(), HasSubstr("label column 'y': row 1 has 0 values"));
+  const Schema other = MakeSchema({{"y", ValueType::kFloat}, {"n", ValueType::kString}});
+  out = set->Transform(MakeBatch(other, {{{"1"}}, {{"a"}}}));
+  EXPECT_THAT(out.status().message(), HasSubstr("batch column 1 ('n') has type string"));
+}
+
+TEST_F(FeatureSetTest, DeterministicAndThreadSafe) {
+  const Schema schema = MakeSchema({{"a", ValueType::kString}, {"b", ValueType::kInt64}});
+  feature_testing::Rows a, b;
+  for (int i = 0; i < 500; ++i) {
+    a.push_back({absl::StrCat("v", i % 37), absl::StrCat("w", i % 5)});
+    b.push_back({absl::StrCat(i * 7919)});
+  }
+  const RawBatch batch = MakeBatch(schema, {a, b});
+  FeatureColumns c;
+  c.hashed.push_back({.name = "a"});
+  c.hashed.push_back({.name = "b"});
+  c.crossed.push_back({.name = "ab", .keys = {"a", "b"}});
+  c.embedding.push_back({.categorical = "a", .dimension = 4});
+  c.embedding.push_back({.categorical = "ab", .dimension = 4});
+  c.wide.push_back({.categorical = "b"});
+  auto set = Create(c, schema);
+  ASSERT_TRUE(set.ok());
+  auto expected = set->Transform(batch);
+  ASSERT_TRUE(expected.ok());
+  auto again = Create(c, schema);  // a second FeatureSet gives the same ids
+  ASSERT_TRUE(again.ok());
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        auto out = (t % 2 ? *again : *set).Transform(batch);
+        for (size_t s = 0; s < out->sparse.size(); ++s) {
+          mismatches[t] += out->sparse[s].ids != expected->sparse[s].ids ||
+                           out->sparse[s].offsets != expected->sparse[s].offsets;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_THAT(mismatches, ElementsAre(0, 0, 0, 0));
+  EXPECT_EQ(expected->sparse[1].ids.size(), 1000u);  // two a values x one b value per row
+}
+
+TEST_F(FeatureSetTest, TransformIntoARecycledBatchEqualsTransform) {
+  const Schema schema =
+      MakeSchema({{"y", ValueType::kFloat}, {"a", ValueType::kString}, {"n", ValueType::kFloat}});
+  FeatureColumns c;
+  c.numeric.push_back({.name = "n"});
+  c.vocabulary.push_back({.name = "a", .vocabulary = {"p", "q"}, .num_oov_buckets = 1});
+  c.hashed.push_back({.name = "a_h", .source = "a"});
+  c.indicator.push_back({.categorical = "a"});
+  c.embedding.push_back({.categorical = "a", .dimension = 2});
+  c.embedding.push_back({.categorical = "a_h", .dimension = 2});
+  c.wide.push_back({.categorical = "a_h"});
+  c.label.source = "y";
+  auto set = Create(c, schema);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const RawBatch first =
+      MakeBatch(schema, {{{"1"}, {"0"}, {"1"}}, {{"p", "q"}, {"z"}, {}}, {{"1"}, {"2"}, {"3"}}});
+  const RawBatch second = MakeBatch(schema, {{{"0"}, {"1"}}, {{}, {"q"}}, {{"5"}, {}}});
+  FeatureBatch recycled;
+  for (const RawBatch* batch : {&first, &second, &second}) {
+    ASSERT_TRUE(set->TransformInto(*batch, &recycled).ok());
+    auto fresh = set->Transform(*batch);
+    ASSERT_TRUE(fresh.ok());
+    EXPECT_EQ(recycled.batch_size, fresh->batch_size);
+    ASSERT_EQ(recycled.dense.shape(), fresh->dense.shape());
+    EXPECT_EQ(recycled.dense.matrix(), fresh->dense.matrix());
+    EXPECT_EQ(recycled.labels.matrix(), fresh->labels.matrix());
+    ASSERT_EQ(recycled.sparse.size(), 3u);
+    for (size_t s = 0; s < 3; ++s) {
+      EXPECT_EQ(recycled.sparse[s].ids, fresh->sparse[s].ids) << s;
+      EXPECT_EQ(recycled.sparse[s].offsets, fresh->sparse[s].offsets) << s;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace shoal
