@@ -89,7 +89,6 @@ class Pipeline::Impl {
     std::deque<std::unique_ptr<RawBatch>> chunks;
     bool busy = false;  // a parse thread is reading this slot's task
     bool done = false;  // the task is fully parsed, or failed (status)
-    bool at_first_record = true;
     absl::Status status;
   };
 
@@ -148,9 +147,6 @@ class Pipeline::Impl {
         return absl::OkStatus();
       }
       RETURN_IF_ERROR(s);
-      const bool first = slot.at_first_record;
-      slot.at_first_record = false;
-      if (first && options_.skip_header_line && task.begin == 0) continue;
       absl::Status parsed = parser_->Parse(record, chunk);
       if (!parsed.ok()) RETURN_IF_ERROR(tracker_.Report(position, parsed));
     }

@@ -36,15 +36,14 @@
 namespace shoal {
 
 struct PipelineOptions {
-  int64_t batch_size = 128;       // records per batch, >= 1
-  bool drop_remainder = false;    // drop the final batch when it is smaller than batch_size
-  int64_t shuffle_buffer = 0;     // records held for shuffling; 0 or 1 keeps the input order
-  uint64_t seed = 0;              // shuffle seed
-  int num_parse_threads = 2;      // >= 1
-  int cycle_length = 0;           // tasks read at once; 0 = num_parse_threads
-  int64_t chunk_records = 256;    // records per parsed chunk, the unit of interleaving
-  int prefetch_batches = 4;       // batches kept ready ahead of the consumer, >= 1
-  bool skip_header_line = false;  // drop the first record of each file (CSV header line)
+  int64_t batch_size = 128;     // records per batch, >= 1
+  bool drop_remainder = false;  // drop the final batch when it is smaller than batch_size
+  int64_t shuffle_buffer = 0;   // records held for shuffling; 0 or 1 keeps the input order
+  uint64_t seed = 0;            // shuffle seed
+  int num_parse_threads = 2;    // >= 1
+  int cycle_length = 0;         // tasks read at once; 0 = num_parse_threads
+  int64_t chunk_records = 256;  // records per parsed chunk, the unit of interleaving
+  int prefetch_batches = 4;     // batches kept ready ahead of the consumer, >= 1
   BadRecordPolicy bad_records;
 };
 

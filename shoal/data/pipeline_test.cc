@@ -94,7 +94,8 @@ struct PipelineRun {
   PipelineStats stats;
 };
 
-PipelineRun RunPipeline(const PipelineOptions& options, int files, int epochs, FakeInput input = {}) {
+PipelineRun RunPipeline(const PipelineOptions& options, int files, int epochs,
+                        FakeInput input = {}) {
   auto pipeline = Pipeline::Create(
       options, std::make_unique<ListTaskSource>(files, epochs),
       [n = input.records_per_file](

@@ -21,9 +21,9 @@ absl::Status BadRecordTracker::Report(const RecordPosition& position, const absl
     skipped = ++skipped_;
   }
   if (skipped > policy_.max_skipped) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "more than ", policy_.max_skipped, " bad records (the bad_records cap); the last: ",
-        position.ToString(), ": ", reason.message()));
+    return absl::InvalidArgumentError(absl::StrCat("more than ", policy_.max_skipped,
+                                                   " bad records (the bad_records cap); the last: ",
+                                                   position.ToString(), ": ", reason.message()));
   }
   if (skipped <= policy_.log_first) {
     LOG(WARNING) << "skipping bad record " << position.ToString() << ": " << reason.message()

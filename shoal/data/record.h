@@ -87,8 +87,6 @@ class RecordReader {
   virtual absl::Status Next(absl::string_view* record, RecordPosition* position) = 0;
 };
 
-absl::StatusOr<std::unique_ptr<RecordReader>> OpenRecordReader(FileSystems& fs,
-                                                               const DataTask& task,
-                                                               RecordFormat format);
+// OpenRecordReader (record_reader.h) opens the right reader for a task and a RecordFormat.
 
 }  // namespace shoal

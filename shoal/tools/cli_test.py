@@ -20,7 +20,7 @@ class CliTest(unittest.TestCase):
     def test_unknown_subcommand_is_a_usage_error(self):
         out = run("frobnicate")
         self.assertEqual(out.returncode, 2)
-        self.assertEqual(out.stderr, "error: unknown command 'frobnicate'; commands: quickstart, version\n")
+        self.assertEqual(out.stderr, "error: unknown command 'frobnicate'; commands: quickstart, inspect, version\n")
 
     def test_out_of_range_flag_is_a_usage_error(self):
         out = run("quickstart", "--epochs", "0")
@@ -39,6 +39,22 @@ class CliTest(unittest.TestCase):
         self.assertEqual(out.returncode, 1)
         self.assertIn("unknown optimizer 'adagard'", out.stderr)
         self.assertIn("adagrad", out.stderr)
+
+
+    def test_inspect_missing_file(self):
+        out = run("inspect", "/nonexistent/x.tfrecord")
+        self.assertEqual(out.returncode, 1)
+        self.assertTrue(out.stderr.startswith("error: "), out.stderr)
+        self.assertIn("/nonexistent/x.tfrecord", out.stderr)
+
+    def test_inspect_corrupt_file_names_the_offset(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile(suffix=".tfrecord") as f:
+            f.write(b"\x05" + b"\x00" * 7 + b"garbage!")
+            f.flush()
+            out = run("inspect", f.name)
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("offset 0", out.stderr)
 
 
 if __name__ == "__main__":

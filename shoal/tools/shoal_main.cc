@@ -2,12 +2,15 @@
 // its flags here, runs, and turns an error status into "error: <message>" and exit code 1.
 // Usage errors exit 2 (CLI11's convention is kept).
 #include <cstdio>
+#include <iostream>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "shoal/base/logging.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/tools/inspect.h"
 #include "shoal/tools/quickstart.h"
 
 namespace shoal {
@@ -59,6 +62,18 @@ void AddQuickstart(CLI::App& app, QuickstartOptions& options, int& exit_code) {
   });
 }
 
+void AddInspect(CLI::App& app, std::string& path, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Check every record of a TFRecord file and show its first tf.train.Example");
+  cmd->add_option("FILE", path, "TFRecord file (local path, file:// or other registered scheme)")
+      ->required();
+  cmd->callback([&path, &exit_code] {
+    absl::Status status = InspectTFRecordFile(DefaultFileSystems(), path, std::cout);
+    std::cout.flush();
+    if (!status.ok()) exit_code = ReportError(status);
+  });
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -68,6 +83,8 @@ int Main(int argc, char** argv) {
   int exit_code = 0;
   QuickstartOptions quickstart;
   AddQuickstart(app, quickstart, exit_code);
+  std::string inspect_path;
+  AddInspect(app, inspect_path, exit_code);
   app.add_subcommand("version", "Print the version")->callback([] {
     std::printf("shoal %s\n", kVersion);
   });
