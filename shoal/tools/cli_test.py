@@ -20,7 +20,7 @@ class CliTest(unittest.TestCase):
     def test_unknown_subcommand_is_a_usage_error(self):
         out = run("frobnicate")
         self.assertEqual(out.returncode, 2)
-        self.assertEqual(out.stderr, "error: unknown command 'frobnicate'; commands: quickstart, inspect, version\n")
+        self.assertEqual(out.stderr, "error: unknown command 'frobnicate'; commands: quickstart, inspect, gen-data, version\n")
 
     def test_out_of_range_flag_is_a_usage_error(self):
         out = run("quickstart", "--epochs", "0")
@@ -55,6 +55,38 @@ class CliTest(unittest.TestCase):
             out = run("inspect", f.name)
         self.assertEqual(out.returncode, 1)
         self.assertIn("offset 0", out.stderr)
+
+
+    def test_gen_data_ctr_is_deterministic_and_inspectable(self):
+        import json
+        import os
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            outs = []
+            for sub in ("a", "b"):
+                out = run("gen-data", "ctr", "--rows", "3000", "--seed", "9", "--files", "2",
+                          "--out", os.path.join(d, sub))
+                self.assertEqual(out.returncode, 0, out.stderr)
+                outs.append(out.stdout.replace(os.path.join(d, sub), "DIR"))
+            self.assertEqual(outs[0], outs[1])
+            self.assertIn("metadata: DIR/generator.json\n", outs[0])
+            best = float(outs[0].split("best_auc: ")[1])
+            self.assertGreater(best, 0.6)
+            self.assertLess(best, 0.95)
+            meta = json.load(open(os.path.join(d, "a", "generator.json")))
+            self.assertAlmostEqual(meta["best_auc"], best, places=4)
+            parts = sorted(p for p in os.listdir(os.path.join(d, "a")) if p.startswith("part-"))
+            self.assertEqual(len(parts), 2)
+            lines = sum(1 for p in parts for _ in open(os.path.join(d, "a", p)))
+            self.assertEqual(lines, 3000)
+            for p in parts:
+                self.assertEqual(open(os.path.join(d, "a", p)).read(),
+                                 open(os.path.join(d, "b", p)).read())
+
+    def test_gen_data_needs_out(self):
+        out = run("gen-data", "ctr", "--rows", "10")
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("--out", out.stderr)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "shoal/base/logging.h"
+#include "shoal/data/ctr_generator.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/tools/inspect.h"
 #include "shoal/tools/quickstart.h"
@@ -74,6 +75,41 @@ void AddInspect(CLI::App& app, std::string& path, int& exit_code) {
   });
 }
 
+struct GenDataFlags {
+  CtrGeneratorOptions ctr;
+  std::string out_dir;
+};
+
+void AddGenData(CLI::App& app, GenDataFlags& flags, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand("gen-data", "Generate synthetic data sets");
+  cmd->require_subcommand(1);
+  CLI::App* ctr = cmd->add_subcommand(
+      "ctr",
+      "Criteo-like CTR text (label, 13 numeric, 26 categorical) with labels from a hidden "
+      "logistic model; prints the best reachable AUC and writes DIR/generator.json");
+  ctr->add_option("--rows", flags.ctr.rows, "Rows to write")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  ctr->add_option("--seed", flags.ctr.seed, "Seed: the same seed writes the same bytes")
+      ->capture_default_str();
+  ctr->add_option("--out", flags.out_dir, "Output directory (created if missing)")->required();
+  ctr->add_option("--files", flags.ctr.files, "Number of part files")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  ctr->add_option("--target-ctr", flags.ctr.target_ctr, "Mean click probability")
+      ->capture_default_str();
+  ctr->callback([&flags, &exit_code] {
+    auto result = GenerateCtrData(DefaultFileSystems(), flags.out_dir, flags.ctr);
+    if (!result.ok()) {
+      exit_code = ReportError(result.status());
+      return;
+    }
+    std::printf("rows: %lld\npositive_rate: %.4f\nfiles: %zu\nmetadata: %s\nbest_auc: %.4f\n",
+                static_cast<long long>(result->rows), result->positive_rate, result->files.size(),
+                result->metadata_path.c_str(), result->best_auc);
+  });
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -85,6 +121,8 @@ int Main(int argc, char** argv) {
   AddQuickstart(app, quickstart, exit_code);
   std::string inspect_path;
   AddInspect(app, inspect_path, exit_code);
+  GenDataFlags gen_data;
+  AddGenData(app, gen_data, exit_code);
   app.add_subcommand("version", "Print the version")->callback([] {
     std::printf("shoal %s\n", kVersion);
   });
