@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config python3
+  build-essential cmake ninja-build ccache pkg-config python3 python3-venv
   clang-format clang-tidy
   libabsl-dev libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev zlib1g-dev
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check CI runs, on a fresh machine too: installs dependencies, checks formatting and
-# layering, builds, runs all tests (ctest), then the multi-threaded tests again under TSan.
+# layering, builds, runs clang-tidy and all tests (ctest), then the multi-threaded tests again
+# under ThreadSanitizer. The first run also installs the Python test packages (TensorFlow as the
+# tf.train.Example peer) into ~/.cache/shoal/venv.
 #   scripts/test.sh            everything
 #   SHOAL_SKIP_TSAN=1 scripts/test.sh   skip the ThreadSanitizer pass (faster local loop)
 set -euo pipefail
@@ -15,6 +17,9 @@ scripts/format.sh --check
 
 echo "== build"
 scripts/build.sh
+
+echo "== clang-tidy"
+scripts/tidy.sh
 
 echo "== tests"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
