@@ -20,7 +20,7 @@ class CliTest(unittest.TestCase):
     def test_unknown_subcommand_is_a_usage_error(self):
         out = run("frobnicate")
         self.assertEqual(out.returncode, 2)
-        self.assertEqual(out.stderr, "error: unknown command 'frobnicate'; commands: quickstart, inspect, gen-data, version\n")
+        self.assertEqual(out.stderr, "error: unknown command 'frobnicate'; commands: quickstart, inspect, convert, gen-data, version\n")
 
     def test_out_of_range_flag_is_a_usage_error(self):
         out = run("quickstart", "--epochs", "0")
@@ -82,6 +82,28 @@ class CliTest(unittest.TestCase):
             for p in parts:
                 self.assertEqual(open(os.path.join(d, "a", p)).read(),
                                  open(os.path.join(d, "b", p)).read())
+
+    def test_gen_convert_inspect_round_trip(self):
+        import os
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            out = run("gen-data", "ctr", "--rows", "500", "--out", os.path.join(d, "txt"))
+            self.assertEqual(out.returncode, 0, out.stderr)
+            out = run("convert", "--format", "criteo", "--out", os.path.join(d, "tfr"),
+                      os.path.join(d, "txt", "part-*"))
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("converted 500 records", out.stderr)
+            out = run("inspect", os.path.join(d, "tfr", "part-00000.tfrecord"))
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("500", out.stdout)
+            self.assertIn("C26", out.stdout)
+            out = run("convert", "--format", "criteo", "--out", os.path.join(d, "tfr"),
+                      os.path.join(d, "txt", "part-*"))
+            self.assertEqual(out.returncode, 1)
+            out = run("convert", "--format", "criteo", "--bad-records", "skip:x", "--out",
+                      os.path.join(d, "x"), os.path.join(d, "txt", "part-*"))
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("skip:N", out.stderr)
 
     def test_gen_data_needs_out(self):
         out = run("gen-data", "ctr", "--rows", "10")

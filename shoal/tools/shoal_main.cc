@@ -6,11 +6,15 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "shoal/base/logging.h"
 #include "shoal/data/ctr_generator.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/tools/convert.h"
 #include "shoal/tools/inspect.h"
 #include "shoal/tools/quickstart.h"
 
@@ -110,6 +114,41 @@ void AddGenData(CLI::App& app, GenDataFlags& flags, int& exit_code) {
   });
 }
 
+void AddConvert(CLI::App& app, ConvertOptions& options, std::string& bad_records, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "convert", "Convert CSV/TSV, Criteo or libsvm text into TFRecord files of tf.train.Example");
+  cmd->add_option("INPUT", options.inputs, "Input files or globs (quote globs)")->required();
+  cmd->add_option("--format", options.format, "csv, tsv, criteo or libsvm")
+      ->required()
+      ->check(CLI::IsMember({"csv", "tsv", "criteo", "libsvm"}));
+  cmd->add_option("--out", options.output_dir, "Output directory (part-NNNNN.tfrecord files)")
+      ->required();
+  cmd->add_option("--header", options.header, "csv/tsv: the first line names the columns")
+      ->capture_default_str();
+  cmd->add_option("--max-file-bytes", options.max_file_bytes,
+                  "Start a new output file past this size")
+      ->capture_default_str();
+  cmd->add_flag("--overwrite", options.overwrite, "Replace existing part files in --out");
+  cmd->add_option("--bad-records", bad_records,
+                  "fail (default), or skip:N to skip up to N bad records")
+      ->capture_default_str();
+  cmd->callback([&options, &bad_records, &exit_code] {
+    if (bad_records != "fail") {
+      int64_t cap = 0;
+      if (!absl::StartsWith(bad_records, "skip:") ||
+          !absl::SimpleAtoi(bad_records.substr(5), &cap) || cap < 0) {
+        exit_code = ReportError(absl::InvalidArgumentError(
+            absl::StrCat("--bad-records must be 'fail' or 'skip:N', got '", bad_records, "'")));
+        return;
+      }
+      options.bad_records.action = BadRecordPolicy::Action::kSkip;
+      options.bad_records.max_skipped = cap;
+    }
+    auto result = ConvertToTFRecord(DefaultFileSystems(), options, &std::cerr);
+    if (!result.ok()) exit_code = ReportError(result.status());
+  });
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -121,6 +160,9 @@ int Main(int argc, char** argv) {
   AddQuickstart(app, quickstart, exit_code);
   std::string inspect_path;
   AddInspect(app, inspect_path, exit_code);
+  ConvertOptions convert;
+  std::string convert_bad_records = "fail";
+  AddConvert(app, convert, convert_bad_records, exit_code);
   GenDataFlags gen_data;
   AddGenData(app, gen_data, exit_code);
   app.add_subcommand("version", "Print the version")->callback([] {
