@@ -23,7 +23,11 @@ namespace shoal {
 namespace {
 
 constexpr int64_t kDim = 16;
-constexpr size_t kBatch = 4096;
+// Ids per call; SHOAL_BENCH_BATCH overrides (how batch size amortises the per-shard pipeline).
+const size_t kBatch = [] {
+  const char* v = std::getenv("SHOAL_BENCH_BATCH");
+  return v != nullptr ? static_cast<size_t>(std::atol(v)) : size_t{4096};
+}();
 constexpr size_t kPoolBatches = 256;  // 1M ids of precomputed batches, cycled
 
 int64_t ResidentBytes() {

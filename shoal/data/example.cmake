@@ -28,9 +28,10 @@ target_link_libraries(shoal_example_proto PUBLIC protobuf::libprotobuf)
 # Generated code: its warnings are protoc's business, not ours.
 target_compile_options(shoal_example_proto PRIVATE -w)
 
-list(APPEND DATA_HDRS example_codec.h example_parser.h tfrecord_source.h)
-list(APPEND DATA_SRCS example_codec.cc example_parser.cc tfrecord_source.cc)
-list(APPEND DATA_TESTS example_codec_test.cc example_parser_test.cc tfrecord_source_test.cc)
+list(APPEND DATA_HDRS example_codec.h example_encoder.h example_parser.h tfrecord_source.h)
+list(APPEND DATA_SRCS example_codec.cc example_encoder.cc example_parser.cc tfrecord_source.cc)
+list(APPEND DATA_TESTS example_codec_test.cc example_encoder_test.cc example_parser_test.cc
+     tfrecord_source_test.cc)
 list(APPEND DATA_DEPS shoal_example_proto protobuf::libprotobuf absl::flat_hash_map)
 
 if(SHOAL_BUILD_TESTS)

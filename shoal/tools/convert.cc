@@ -14,7 +14,7 @@
 #include "shoal/base/status.h"
 #include "shoal/data/criteo_parser.h"
 #include "shoal/data/csv_parser.h"
-#include "shoal/data/example_codec.h"
+#include "shoal/data/example_encoder.h"
 #include "shoal/data/libsvm_parser.h"
 #include "shoal/data/number_parse.h"
 #include "shoal/data/record_reader.h"
@@ -266,10 +266,12 @@ class ProgressBar {
   size_t drawn_width_ = 0;
 };
 
-absl::Status WriteBatch(const Schema& schema, const RawBatch& batch, PartWriter& parts,
+absl::Status WriteBatch(const RowExampleEncoder& encoder, const RawBatch& batch, PartWriter& parts,
                         int64_t* records) {
+  std::string example;
   for (int64_t row = 0; row < batch.num_rows(); ++row) {
-    ASSIGN_OR_RETURN(const std::string example, SerializeRowAsExample(schema, batch, row));
+    example.clear();
+    RETURN_IF_ERROR(encoder.Append(batch, row, &example));
     RETURN_IF_ERROR(parts.Write(example));
     ++*records;
   }
@@ -280,6 +282,7 @@ absl::Status ConvertInputs(FileSystems& fs, const std::vector<Input>& inputs, co
                            BadRecordTracker& tracker, PartWriter& parts, ProgressBar& bar,
                            ConvertResult* result) {
   const Schema& schema = format.parser->schema();
+  const RowExampleEncoder encoder(schema);
   RawBatch batch(schema);
   RecordReaderOptions reader_options;
   reader_options.format = RecordFormat::kText;
@@ -297,14 +300,14 @@ absl::Status ConvertInputs(FileSystems& fs, const std::vector<Input>& inputs, co
       const absl::Status parsed = format.parser->Parse(record, &batch);
       if (!parsed.ok()) RETURN_IF_ERROR(tracker.Report(position, parsed));
       if (batch.num_rows() >= kBatchRows) {
-        RETURN_IF_ERROR(WriteBatch(schema, batch, parts, &result->records));
+        RETURN_IF_ERROR(WriteBatch(encoder, batch, parts, &result->records));
         batch.Clear();
         bar.Update(bytes_before + position.offset, result->records);
       }
     }
     bytes_before += input.size;
   }
-  return WriteBatch(schema, batch, parts, &result->records);
+  return WriteBatch(encoder, batch, parts, &result->records);
 }
 
 }  // namespace
