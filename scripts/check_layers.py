@@ -17,6 +17,7 @@ import sys
 ALLOWED = {
     "base": set(),
     "io": {"base"},
+    "summary": {"base", "io"},
     "tensor": {"base"},
     "nn": {"base", "tensor"},
     "data": {"base", "io", "tensor"},
@@ -28,14 +29,15 @@ ALLOWED = {
     "ps": {"base", "io", "tensor", "optim", "embedding", "checkpoint", "rpc"},
     "worker": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc"},
     "estimator": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint",
-                  "rpc", "coordinator", "ps", "worker"},
+                  "rpc", "coordinator", "ps", "worker", "summary"},
     "export": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint"},
     "serving": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint",
                 "export"},
     "launch": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc",
-               "coordinator", "ps", "worker", "estimator", "export", "serving"},
+               "coordinator", "ps", "worker", "estimator", "export", "serving", "summary"},
     "tools": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc",
-              "coordinator", "ps", "worker", "estimator", "export", "serving", "launch"},
+              "coordinator", "ps", "worker", "estimator", "export", "serving", "launch",
+              "summary"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]')

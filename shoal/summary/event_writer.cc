@@ -1,0 +1,152 @@
+#include "shoal/summary/event_writer.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "shoal/base/status.h"
+#include "shoal/io/path.h"
+#include "shoal/summary/event.pb.h"
+#include "shoal/summary/event_format.h"
+
+namespace shoal {
+namespace {
+
+std::string LocalHostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+// `v` rounded to float32 as the hardware would, spelled out because converting a double beyond
+// float's range is undefined behaviour in C++: from FLT_MAX plus half an ulp (2^103) up it rounds
+// to infinity.
+float ToFloat32(double v) {
+  if (std::isfinite(v) && std::fabs(v) >= 0x1.ffffffp+127) {
+    constexpr float kInfinity = std::numeric_limits<float>::infinity();
+    return v > 0 ? kInfinity : -kInfinity;
+  }
+  return static_cast<float>(v);
+}
+
+// Microseconds, as TensorFlow stamps events; dividing the integer keeps whole seconds exact.
+double UnixSeconds(absl::Time t) { return static_cast<double>(absl::ToUnixMicros(t)) / 1e6; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EventWriter>> EventWriter::Create(
+    FileSystems& fs, absl::string_view log_dir, absl::string_view suffix,
+    const EventWriterOptions& options) {
+  if (absl::StrContains(suffix, '/')) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("event file suffix '", suffix, "' must not contain '/'"));
+  }
+  std::function<absl::Time()> clock = options.clock ? options.clock : [] { return absl::Now(); };
+  const std::string hostname = options.hostname.empty() ? LocalHostname() : options.hostname;
+  if (absl::StrContains(hostname, '/')) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("host name '", hostname, "' for an event file must not contain '/'"));
+  }
+
+  ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(log_dir));
+  RETURN_IF_ERROR_CTX(file_system->RecursivelyCreateDir(log_dir), "creating event log dir");
+  const absl::Time now = clock();
+  const std::string path =
+      JoinPath(log_dir, absl::StrFormat("%s%010d.%s%s", kEventFileNamePrefix,
+                                        absl::ToUnixSeconds(now), hostname, suffix));
+  // NewWritableFile truncates: never clobber another writer's events.
+  ASSIGN_OR_RETURN(bool exists, file_system->FileExists(path));
+  if (exists) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("event file ", path,
+                     " already exists (another writer in this directory, host and second; "
+                     "give each writer its own suffix)"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<TFRecordWriter> records,
+                   TFRecordWriter::Create(*file_system, path), "creating event file");
+
+  auto writer = std::unique_ptr<EventWriter>(new EventWriter(std::move(records), path, clock));
+  proto::Event event;
+  event.set_wall_time(UnixSeconds(now));
+  event.set_file_version(kEventFileVersion);
+  {
+    MutexLock lock(&writer->mu_);
+    RETURN_IF_ERROR(writer->WriteRecord(event.SerializeAsString()));
+  }
+  // An empty file is not yet an event file to TensorBoard; make the header visible at once.
+  RETURN_IF_ERROR(writer->Flush());
+  return writer;
+}
+
+EventWriter::EventWriter(std::unique_ptr<TFRecordWriter> records, std::string path,
+                         std::function<absl::Time()> clock)
+    : path_(std::move(path)), clock_(std::move(clock)), records_(std::move(records)) {}
+
+EventWriter::~EventWriter() = default;
+
+absl::Status EventWriter::AddScalar(absl::string_view tag, double value, int64_t step) {
+  const ScalarValue values[] = {{tag, value}};
+  return AddScalars(step, values);
+}
+
+absl::Status EventWriter::AddScalars(int64_t step, absl::Span<const ScalarValue> values) {
+  if (values.empty()) return absl::OkStatus();
+  proto::Event event;
+  event.set_step(step);
+  proto::Summary* summary = event.mutable_summary();
+  absl::flat_hash_set<absl::string_view> tags;
+  for (const ScalarValue& scalar : values) {
+    if (scalar.tag.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("empty summary tag at step ", step, " for ", path_));
+    }
+    if (!tags.insert(scalar.tag).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "summary tag '", scalar.tag, "' given twice at step ", step, " for ", path_));
+    }
+    proto::Summary::Value* value = summary->add_value();
+    value->set_tag(scalar.tag.data(), scalar.tag.size());
+    value->set_simple_value(ToFloat32(scalar.value));
+  }
+  MutexLock lock(&mu_);
+  // Stamped under the lock, so wall times never decrease along the file.
+  event.set_wall_time(UnixSeconds(clock_()));
+  return WriteRecord(event.SerializeAsString());
+}
+
+absl::Status EventWriter::WriteRecord(absl::string_view event) {
+  if (records_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("event file ", path_, " is closed"));
+  }
+  RETURN_IF_ERROR_CTX(records_->Write(event), "writing event file");
+  return absl::OkStatus();
+}
+
+absl::Status EventWriter::Flush() {
+  MutexLock lock(&mu_);
+  if (records_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("event file ", path_, " is closed"));
+  }
+  RETURN_IF_ERROR_CTX(records_->Flush(), "flushing event file");
+  return absl::OkStatus();
+}
+
+absl::Status EventWriter::Close() {
+  MutexLock lock(&mu_);
+  if (records_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("event file ", path_, " is already closed"));
+  }
+  absl::Status status = records_->Close();
+  records_.reset();
+  RETURN_IF_ERROR_CTX(status, "closing event file");
+  return absl::OkStatus();
+}
+
+}  // namespace shoal
