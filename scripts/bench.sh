@@ -10,7 +10,8 @@ scripts/install-deps.sh --bench
 if [[ -f build/CMakeCache.txt ]] && ! grep -q 'OPENBLAS_LIBRARY:FILEPATH=/' build/CMakeCache.txt; then
   cmake -S . -B build >/dev/null
 fi
-all=(crc32c_bench gemm_bench nn_bench optim_bench embedding_bench)
+all=(crc32c_bench gemm_bench nn_bench optim_bench embedding_bench text_parse_bench example_bench
+     feature_bench pipeline_bench)
 if (($#)); then progs=("$1"); shift; else progs=("${all[@]}"); fi
 scripts/build.sh "${progs[@]}"
 # One thread everywhere; Debian's OpenBLAS misdetects this CPU (AMD EPYC, AVX-512) without a
@@ -19,5 +20,8 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_CORETYPE="${OPENBLAS_CO
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc --all) cores, $(date -u +%F)"
 for p in "${progs[@]}"; do
   echo "== $p"
-  taskset -c 0 "build/bench/$p" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@"
+  # Single-core figures are pinned to core 0; the pipeline's own threads get every core.
+  pin=(taskset -c 0)
+  [[ $p == pipeline_bench ]] && pin=()
+  "${pin[@]}" "build/bench/$p" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@"
 done
