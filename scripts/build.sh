@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${SHOAL_JOBS:-$(nproc)}"
+# Let ccache hit across clones in different directories (CI builds a fresh clone each run).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 if [[ ! -f build/build.ninja ]]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi

@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 jobs="${SHOAL_JOBS:-$(nproc)}"
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1  # ccache hits across clones (see build.sh)
 
 scripts/install-deps.sh
 
