@@ -1,0 +1,129 @@
+// JobConfig: a training job described in YAML (docs/config.md is the reference for every key).
+//
+// LoadJobConfig reads the file, applies the command line's `--set key.path=value` overrides to the
+// YAML tree, and converts the tree into the structs the layers below already define
+// (FeatureColumns, OptimizerOptions, PipelineOptions, Schema). Conversion is strict: an unknown
+// key, a value of the wrong type or out of range, an unknown enum value and a broken cross-field
+// rule (e.g. a wide & deep model without wide columns) are INVALID_ARGUMENT, and the message
+// starts with where the value came from and its dotted key path:
+//
+//   titanic.yaml:12:5: model.hiden_units: unknown key (did you mean 'hidden_units'?)
+//   --set run.max_step=5: run.max_step: unknown key (did you mean 'max_steps'?)
+//
+// Lines and columns are 1-based. A missing config file is NOT_FOUND naming it. Checks that need
+// the data (schema columns, vocabulary files) are FeatureSet::Create's and are not repeated here;
+// input globs are not expanded here either.
+//
+// Paths: relative input `files` and `vocabulary_file`s in the file resolve against the config
+// file's directory; paths given by an override are kept as given (the shell's working directory).
+// `model_dir` is a top-level key (the CLI's --model-dir is `--set model_dir=DIR`) and is kept as
+// given.
+//
+// Thread safety: pure functions of their arguments (LoadJobConfig reads through `fs`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "shoal/data/feature_column.h"
+#include "shoal/data/pipeline.h"
+#include "shoal/data/raw_batch.h"
+#include "shoal/data/task_source.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/optim/optimizer.h"
+
+namespace shoal {
+
+// One input (train or eval). An InputConfig with no files means "no such input".
+struct InputConfig {
+  std::vector<std::string> files;  // globs, in order; resolved as described above
+  std::string format;              // csv | tsv | criteo | libsvm | tfrecord | fashion_mnist
+  bool header = true;              // csv/tsv: line 1 of each file names the columns
+  Schema schema;                   // declared columns; empty = the format's own / the header's
+  int64_t num_epochs = 1;          // >= 0; 0 = repeat until run.max_steps
+  bool shuffle_files = false;      // reorder the files each epoch (seeded by pipeline.seed)
+  uint64_t split_bytes = 0;        // text files larger than this are read in ranges; 0 = never
+  // batch_size, drop_remainder, shuffle_buffer, seed, num_parse_threads (key parse_threads),
+  // prefetch_batches and bad_records ("fail" | "skip" | "skip:N") come from YAML; the other
+  // fields keep PipelineOptions' defaults.
+  PipelineOptions pipeline;
+
+  // The task options of this input (one shard of one; the caller sets sharding).
+  StaticTaskOptions TaskOptions() const;
+};
+
+struct ModelConfig {
+  std::string type;                           // linear | dnn | wide_deep | deepfm (required)
+  std::string head = "binary";                // binary | multiclass | regression
+  int num_classes = 2;                        // >= 2; must be 2 for a binary head
+  std::vector<int64_t> hidden_units{64, 32};  // dnn, wide_deep, deepfm: each >= 1, not empty
+  std::string activation = "relu";            // relu | tanh | sigmoid
+  float dropout = 0;                          // in [0, 1): drop probability in training
+  bool batch_norm = false;
+};
+
+struct RunConfig {
+  std::string model_dir;                  // YAML top-level `model_dir`; checkpoints, summaries
+  int64_t max_steps = 0;                  // 0 = until the train input ends
+  int64_t save_checkpoints_steps = 1000;  // 0 = not by steps
+  int64_t save_checkpoints_secs = 0;      // 0 = not by time
+  int keep_checkpoint_max = 5;            // 0 = keep all
+  int64_t log_step_count_steps = 100;     // >= 1
+  uint64_t seed = 42;                     // model initialisation
+};
+
+struct ExporterConfig {
+  std::string name;             // unique; the export subdirectory
+  std::string type = "latest";  // latest (every eval) | best (by metric) | final (end of training)
+  std::string metric = "loss";  // best: the eval metric compared
+  int keep = 5;                 // exports kept; 0 = all
+};
+
+struct EvalConfig {
+  int64_t steps = 0;             // batches per evaluation; 0 = the whole eval input
+  int64_t start_delay_secs = 0;  // before the first evaluation
+  int64_t throttle_secs = 60;    // at least this long between evaluations
+  std::vector<ExporterConfig> exporters;
+};
+
+// The deep part trains with `optimizer` (TF's DNN default: Adagrad, 0.05), the linear part with
+// `wide_optimizer` (TF's linear default: FTRL, 0.2). linear models use only wide_optimizer, dnn
+// only optimizer; wide_deep and deepfm both.
+OptimizerOptions DefaultDeepOptimizer();
+OptimizerOptions DefaultWideOptimizer();
+
+struct JobConfig {
+  std::string path;  // the config file, as given to LoadJobConfig (made absolute if local)
+  FeatureColumns features;
+  ModelConfig model;
+  OptimizerOptions optimizer = DefaultDeepOptimizer();
+  OptimizerOptions wide_optimizer = DefaultWideOptimizer();
+  InputConfig train_input;
+  InputConfig eval_input;  // optional: files empty = none
+  RunConfig run;
+  EvalConfig eval;
+};
+
+// Reads `path` through `fs` and parses it (a plain relative path is first made absolute, so
+// resolved paths and JobConfigToYaml's output do not depend on the working directory later).
+// NOT_FOUND when the file does not exist; otherwise as ParseJobConfig.
+[[nodiscard]] absl::StatusOr<JobConfig> LoadJobConfig(FileSystems& fs, absl::string_view path,
+                                                      absl::Span<const std::string> overrides);
+
+// Parses YAML text; `path` names it in errors and is the base of relative file paths.
+// `overrides` are "key.path=value" strings, the value parsed as YAML, applied in order before
+// conversion (an override may create a missing section). INVALID_ARGUMENT as described above.
+[[nodiscard]] absl::StatusOr<JobConfig> ParseJobConfig(absl::string_view yaml_text,
+                                                       absl::string_view path,
+                                                       absl::Span<const std::string> overrides);
+
+// The effective config as YAML, every key written out (docs/config.md): ParseJobConfig of it with
+// the same path gives the same JobConfig as long as that path is absolute or a URI, as
+// LoadJobConfig's are (a relative directory would be prepended to the resolved paths again).
+std::string JobConfigToYaml(const JobConfig& config);
+
+}  // namespace shoal
