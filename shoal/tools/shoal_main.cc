@@ -16,6 +16,7 @@
 #include "shoal/io/file_systems.h"
 #include "shoal/tools/convert.h"
 #include "shoal/tools/inspect.h"
+#include "shoal/tools/inspect_checkpoint.h"
 #include "shoal/tools/quickstart.h"
 
 namespace shoal {
@@ -69,11 +70,14 @@ void AddQuickstart(CLI::App& app, QuickstartOptions& options, int& exit_code) {
 
 void AddInspect(CLI::App& app, std::string& path, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
-      "inspect", "Check every record of a TFRecord file and show its first tf.train.Example");
-  cmd->add_option("FILE", path, "TFRecord file (local path, file:// or other registered scheme)")
-      ->required();
+      "inspect",
+      "Verify and describe a TFRecord file (every CRC, the first tf.train.Example) or a "
+      "checkpoint (a ckpt-N directory, or a model_dir for its latest checkpoint)");
+  cmd->add_option("PATH", path, "TFRecord file, checkpoint directory or model_dir")->required();
   cmd->callback([&path, &exit_code] {
-    absl::Status status = InspectTFRecordFile(DefaultFileSystems(), path, std::cout);
+    FileSystems& fs = DefaultFileSystems();
+    absl::Status status = IsCheckpointPath(fs, path) ? InspectCheckpoint(fs, path, std::cout)
+                                                     : InspectTFRecordFile(fs, path, std::cout);
     std::cout.flush();
     if (!status.ok()) exit_code = ReportError(status);
   });
