@@ -363,7 +363,7 @@ absl::Status CheckModelInputs(MapReader& model, MapReader& root, const JobConfig
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobConfig> Convert(Ctx& ctx, Node root) {
+absl::StatusOr<JobConfig> Convert(Ctx& ctx, const Node& root) {
   JobConfig config;
   ASSIGN_OR_RETURN(MapReader r, MapReader::Create(ctx.src, root, ""));
   RETURN_IF_ERROR(r.Read("model_dir", &config.run.model_dir));

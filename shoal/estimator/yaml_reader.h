@@ -114,8 +114,8 @@ class MapReader {
     YAML::Node key_node;
     YAML::Node value;
   };
-  MapReader(const YamlSource& src, YAML::Node node, std::string path)
-      : src_(&src), node_(std::move(node)), path_(std::move(path)) {}
+  MapReader(const YamlSource& src, const YAML::Node& node, std::string path)
+      : src_(&src), node_(node), path_(std::move(path)) {}
   const Entry* Find(absl::string_view key) const;
 
   const YamlSource* src_;
