@@ -64,8 +64,9 @@ ROWS = [
 ]
 
 
-def write_tf_examples(path, rows):
-    with tf.io.TFRecordWriter(str(path)) as writer:
+def write_tf_examples(path, rows, compression_type=None):
+    options = tf.io.TFRecordOptions(compression_type=compression_type) if compression_type else None
+    with tf.io.TFRecordWriter(str(path), options) as writer:
         for row in rows:
             features = {}
             for name, values in row.items():
@@ -86,15 +87,31 @@ def assert_values_equal(kind, got, want, where):
             assert g == w, where
 
 
-def test_tensorflow_writes_shoal_reads(tool, tmp_path):
-    path = tmp_path / "tf.tfrecord"
-    write_tf_examples(path, ROWS)
+# (file name, TFRecordOptions compression_type): shoal picks the compression from the name, or for
+# GZIP from the gzip magic when the name says nothing.
+TF_FILES = [
+    ("tf.tfrecord", None),
+    ("tf.tfrecord.gz", "GZIP"),
+    ("tf_gzip_no_suffix.tfrecord", "GZIP"),
+    ("tf.tfrecord.zlib", "ZLIB"),
+]
+
+
+@pytest.mark.parametrize("name,compression_type", TF_FILES)
+def test_tensorflow_writes_shoal_reads(tool, tmp_path, name, compression_type):
+    path = tmp_path / name
+    # Compressed: thousands of records, so records straddle zlib's output and shoal's buffers.
+    rows = ROWS if compression_type is None else ROWS * 2000
+    write_tf_examples(path, rows, compression_type)
+    magic = {None: None, "GZIP": b"\x1f\x8b", "ZLIB": b"\x78"}[compression_type]
+    if magic is not None:
+        assert path.read_bytes().startswith(magic)  # TensorFlow really compressed it
     schema = ",".join(f"{name}:{TOOL_TYPES[kind]}" for name, kind in SCHEMA.items())
     result = run_tool(tool, "decode", str(path), schema)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert len(lines) == len(ROWS)
-    for index, (line, row) in enumerate(zip(lines, ROWS)):
+    assert len(lines) == len(rows)
+    for index, (line, row) in enumerate(zip(lines, rows)):
         decoded = json.loads(line)
         assert set(decoded) == set(SCHEMA)
         for name, kind in SCHEMA.items():
@@ -106,15 +123,20 @@ def test_tensorflow_writes_shoal_reads(tool, tmp_path):
             assert_values_equal(kind, got, row.get(name, []), where)
 
 
-def test_shoal_writes_tensorflow_reads(tool, tmp_path):
+@pytest.mark.parametrize("compression_type", ["NONE", "GZIP", "ZLIB"])
+def test_shoal_writes_tensorflow_reads(tool, tmp_path, compression_type):
     path = tmp_path / "shoal.tfrecord"
-    result = run_tool(tool, "write", str(path), "40")
+    result = run_tool(tool, "write", str(path), "40", compression_type)
     assert result.returncode == 0, result.stderr
     expected = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(expected) == 40
 
-    # TFRecordDataset checks both CRCs of every record.
-    records = [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
+    # TFRecordDataset checks both CRCs of every record (and, compressed, the gzip/zlib checksums).
+    tf_compression = "" if compression_type == "NONE" else compression_type
+    if tf_compression:
+        assert path.read_bytes()[:1] in (b"\x1f", b"\x78")  # compressed on disk
+    dataset = tf.data.TFRecordDataset(str(path), compression_type=tf_compression)
+    records = [r.numpy() for r in dataset]
     assert len(records) == 40
     for index, (record, want) in enumerate(zip(records, expected)):
         example = tf.train.Example.FromString(record)
@@ -162,6 +184,17 @@ def test_corrupt_tensorflow_file_is_data_loss(tool, tmp_path):
     assert "DATA_LOSS" in result.stderr
     assert f"corrupt record at offset {second}" in result.stderr
     assert "data crc mismatch" in result.stderr
+
+
+def test_truncated_tensorflow_gzip_file_is_data_loss(tool, tmp_path):
+    path = tmp_path / "cut.tfrecord.gz"
+    write_tf_examples(path, ROWS * 100, "GZIP")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 10])
+    result = run_tool(tool, "decode", str(path), "label:float")
+    assert result.returncode == 1
+    assert "DATA_LOSS" in result.stderr
+    assert "compressed offset" in result.stderr
 
 
 def test_wrong_kind_names_feature_and_record(tool, tmp_path):

@@ -3,8 +3,11 @@
 //
 //   example_tool decode FILE SCHEMA   SCHEMA is "name:float,name:int64,name:bytes"; prints one JSON
 //                                     object per record: {"name": {"kind": K, "value": [...]}}
-//   example_tool write FILE N         writes N sample Examples (edge values, lists, empty rows)
-//                                     and prints them as decode would, leaving out empty features
+//   example_tool write FILE N [COMPRESSION]
+//                                     writes N sample Examples (edge values, lists, empty rows)
+//                                     and prints them as decode would, leaving out empty features;
+//                                     COMPRESSION is NONE (default), GZIP or ZLIB
+// decode picks a compressed file's compression from its name (*.gz, *.zlib, ...) or gzip magic.
 //
 // Floats print with 9 significant digits (exact for float32), NaN/Infinity as Python's json reads
 // them; bytes print as lowercase hex. Exit 1 with the status on stderr on any error.
@@ -137,7 +140,15 @@ RawBatch SampleBatch(const Schema& schema, int n) {
   return batch;
 }
 
-absl::Status Write(const std::string& path, int n) {
+absl::Status Write(const std::string& path, int n, absl::string_view compression) {
+  TFRecordWriterOptions options;
+  if (compression == "GZIP") {
+    options.compression = CompressionType::kGzip;
+  } else if (compression == "ZLIB") {
+    options.compression = CompressionType::kZlib;
+  } else if (compression != "NONE") {
+    return absl::InvalidArgumentError(absl::StrCat("bad compression: ", compression));
+  }
   Schema schema;
   schema.columns = {{"label", ValueType::kFloat},
                     {"dense", ValueType::kFloat},
@@ -145,7 +156,7 @@ absl::Status Write(const std::string& path, int n) {
                     {"tags", ValueType::kString}};
   const RawBatch batch = SampleBatch(schema, n);
   ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
-  ASSIGN_OR_RETURN(auto writer, TFRecordWriter::Create(*fs, path));
+  ASSIGN_OR_RETURN(auto writer, TFRecordWriter::Create(*fs, path, options));
   for (int64_t r = 0; r < batch.num_rows(); ++r) {
     ASSIGN_OR_RETURN(std::string bytes, SerializeRowAsExample(schema, batch, r));
     RETURN_IF_ERROR(writer->Write(bytes).status());
@@ -159,10 +170,11 @@ int Main(int argc, char** argv) {
   int n = 0;
   if (argc == 4 && std::string(argv[1]) == "decode") {
     s = Decode(argv[2], argv[3]);
-  } else if (argc == 4 && std::string(argv[1]) == "write" && absl::SimpleAtoi(argv[3], &n)) {
-    s = Write(argv[2], n);
+  } else if ((argc == 4 || argc == 5) && std::string(argv[1]) == "write" &&
+             absl::SimpleAtoi(argv[3], &n)) {
+    s = Write(argv[2], n, argc == 5 ? argv[4] : "NONE");
   } else {
-    std::cerr << "usage: example_tool decode FILE SCHEMA | write FILE N\n";
+    std::cerr << "usage: example_tool decode FILE SCHEMA | write FILE N [NONE|GZIP|ZLIB]\n";
     return 2;
   }
   if (!s.ok()) {

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
+#include "shoal/io/compression.h"
+#include "shoal/io/inflate_stream.h"
 
 namespace shoal {
 namespace {
@@ -16,8 +18,14 @@ constexpr absl::string_view kUtf8Bom = "\xEF\xBB\xBF";
 
 class LineReader final : public RecordReader {
  public:
-  LineReader(std::unique_ptr<RandomAccessFile> file, DataTask task, LineReaderOptions options)
-      : file_(std::move(file)), task_(std::move(task)), options_(options) {
+  // Reads `file` or, when `inflater` is set (compressed files, whole-file tasks), the bytes it
+  // decompresses.
+  LineReader(std::unique_ptr<RandomAccessFile> file, std::unique_ptr<InflateInputStream> inflater,
+             DataTask task, LineReaderOptions options)
+      : file_(std::move(file)),
+        inflater_(std::move(inflater)),
+        task_(std::move(task)),
+        options_(options) {
     // At least 4 bytes so that the byte-order mark check sees 3 bytes after one read.
     capacity_ = std::max<size_t>(options_.buffer_bytes, 4);
     buffer_ = std::make_unique<char[]>(capacity_);
@@ -138,8 +146,10 @@ class LineReader final : public RecordReader {
     }
     const size_t want = capacity_ - limit_;
     char* dest = buffer_.get() + limit_;
-    ASSIGN_OR_RETURN(absl::string_view got, file_->Read(next_read_offset_, want, dest), "reading ",
-                     task_.path);
+    absl::StatusOr<absl::string_view> read = inflater_ != nullptr
+                                                 ? inflater_->Read(want, dest)
+                                                 : file_->Read(next_read_offset_, want, dest);
+    ASSIGN_OR_RETURN(absl::string_view got, std::move(read), "reading ", task_.path);
     if (got.data() != dest) std::memmove(dest, got.data(), got.size());
     limit_ += got.size();
     next_read_offset_ += got.size();
@@ -147,7 +157,8 @@ class LineReader final : public RecordReader {
     return absl::OkStatus();
   }
 
-  const std::unique_ptr<RandomAccessFile> file_;
+  const std::unique_ptr<RandomAccessFile> file_;        // null when reading through inflater_
+  const std::unique_ptr<InflateInputStream> inflater_;  // set for compressed files
   const DataTask task_;
   const LineReaderOptions options_;
 
@@ -173,10 +184,21 @@ absl::StatusOr<std::unique_ptr<RecordReader>> OpenLineReader(FileSystems& fs, co
     return absl::InvalidArgumentError(absl::StrCat("task ", task.id, " of ", task.path, ": begin ",
                                                    task.begin, " > end ", task.end));
   }
+  const CompressionType compression = CompressionFromPath(task.path);
+  if (compression != CompressionType::kNone && (task.begin != 0 || task.end != DataTask::kToEnd)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "task ", task.id, " of ", task.path, ": a ", CompressionTypeName(compression),
+        "-compressed file can only be read whole, not bytes [", task.begin, ", ", task.end, ")"));
+  }
   ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(task.path));
   ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
                    file_system->NewRandomAccessFile(task.path));
-  return std::unique_ptr<RecordReader>(new LineReader(std::move(file), task, options));
+  std::unique_ptr<InflateInputStream> inflater;
+  if (compression != CompressionType::kNone) {
+    ASSIGN_OR_RETURN(inflater, InflateInputStream::Create(std::move(file), task.path, compression));
+  }
+  return std::unique_ptr<RecordReader>(
+      new LineReader(std::move(file), std::move(inflater), task, options));
 }
 
 }  // namespace shoal

@@ -14,6 +14,13 @@
 // Positions: the byte offset of the line's first byte is always set; the 1-based line number only
 // when the task begins at 0 (elsewhere it would mean counting lines from the start of the file).
 //
+// Compressed text: a file whose name implies compression (io/compression.h CompressionFromPath:
+// *.gz, *.gzip, *.zlib, *.zz) is decompressed as a stream (io/inflate_stream.h). It can only be
+// read by a whole-file task (begin 0, end DataTask::kToEnd; INVALID_ARGUMENT otherwise, which
+// StaticTaskSource never produces for such files), and offsets in positions are offsets in the
+// decompressed text. Corrupt or truncated compressed data is DATA_LOSS naming the compressed
+// offset.
+//
 // Errors: NOT_FOUND and other file-system codes from opening and reading (with the path); a line
 // longer than max_line_bytes is INVALID_ARGUMENT naming the position, so a binary file or a
 // missing newline costs an error, not all memory. Errors are sticky: later calls return them again.
@@ -32,13 +39,16 @@
 namespace shoal {
 
 struct LineReaderOptions {
-  size_t buffer_bytes = size_t{1} << 20;     // bytes per file read (1 MiB); grows for longer lines
+  // bytes per file read (1 MiB; decompressed bytes per read for compressed files); grows for
+  // longer lines
+  size_t buffer_bytes = size_t{1} << 20;
   size_t max_line_bytes = size_t{64} << 20;  // longest accepted line, excluding "\n" (64 MiB)
   bool skip_header_line = false;             // drop line 1 of the file (a CSV header)
 };
 
 // Opens `task.path` through `fs` and returns a reader of the task's lines. INVALID_ARGUMENT when
-// task.begin > task.end. A begin past the end of the file yields no lines.
+// task.begin > task.end, or for a byte range of a compressed file. A begin past the end of the file
+// yields no lines.
 absl::StatusOr<std::unique_ptr<RecordReader>> OpenLineReader(FileSystems& fs, const DataTask& task,
                                                              const LineReaderOptions& options = {});
 

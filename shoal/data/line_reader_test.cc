@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "shoal/io/file_util.h"
+#include "shoal/io/gzip.h"
 
 namespace shoal {
 namespace {
@@ -236,6 +238,50 @@ TEST_F(LineReaderTest, EdgeTasksAndErrors) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(OpenLineReader(fs_, Task("mem://lr/missing.txt", 0, 10)).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_F(LineReaderTest, ReadsGzipTextWholeWithDecompressedOffsets) {
+  for (const std::string& content :
+       {std::string("a,1\nbb,2\n\nccc,3\n"), std::string("a,1\r\nbb,2\r\nccc,3"),
+        std::string("\xEF\xBB\xBF"
+                    "a,1\nbb,2\nccc,3")}) {
+    const std::string path = Write("day.gz", *GzipString(content));
+    auto lines = ReadAll(Task(path, 0, DataTask::kToEnd));
+    ASSERT_TRUE(lines.ok()) << lines.status();
+    EXPECT_EQ(Texts(*lines), (std::vector<std::string>{"a,1", "bb,2", "ccc,3"}));
+    EXPECT_EQ((*lines)[1].position.offset, content.find("bb"));
+    EXPECT_EQ((*lines)[2].position.line, content.find("\n\n") != std::string::npos ? 4 : 3);
+    EXPECT_EQ((*lines)[2].position.path, path);
+  }
+}
+
+TEST_F(LineReaderTest, LargeGzipTextAcrossBuffers) {
+  std::string content;
+  for (int i = 0; i < 200000; ++i) absl::StrAppend(&content, "line ", i, ",", i * 7, "\n");
+  // Two gzip members, as `cat a.gz b.gz` makes.
+  const size_t half = content.size() / 2 + 3;
+  const std::string path =
+      Write("big.gz", *GzipString(content.substr(0, half)) + *GzipString(content.substr(half)));
+  LineReaderOptions options;
+  options.buffer_bytes = 4096;
+  options.skip_header_line = true;
+  auto lines = ReadAll(Task(path, 0, DataTask::kToEnd), options);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  std::vector<std::string> expected = ExpectedLines(content);
+  expected.erase(expected.begin());
+  EXPECT_EQ(Texts(*lines), expected);
+}
+
+TEST_F(LineReaderTest, GzipByteRangesAreRejectedAndCorruptionIsDataLoss) {
+  const std::string gz = *GzipString("a\nb\nc\n");
+  const std::string path = Write("x.gz", gz);
+  EXPECT_EQ(ReadAll(Task(path, 2, DataTask::kToEnd)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadAll(Task(path, 0, 100)).status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string cut = Write("cut.gz", gz.substr(0, gz.size() - 5));
+  absl::Status s = ReadAll(Task(cut, 0, DataTask::kToEnd)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("compressed offset"), absl::string_view::npos) << s;
 }
 
 }  // namespace

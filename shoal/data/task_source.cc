@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
+#include "shoal/io/compression.h"
 #include "shoal/tensor/random.h"
 
 namespace shoal {
@@ -36,7 +37,10 @@ absl::StatusOr<std::unique_ptr<StaticTaskSource>> StaticTaskSource::Create(
     if (static_cast<int>(i % options.shard_num) != options.shard_index) continue;
     const std::string& path = files[i];
     uint64_t size = 0;
-    if (options.split_bytes > 0 && format == RecordFormat::kText) {
+    // A compressed file is one stream that can only be read from its start: never split.
+    const bool splittable =
+        format == RecordFormat::kText && CompressionFromPath(path) == CompressionType::kNone;
+    if (options.split_bytes > 0 && splittable) {
       ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(path));
       ASSIGN_OR_RETURN(size, file_system->GetFileSize(path), "sizing input file ", path);
     }

@@ -35,7 +35,8 @@ struct StaticTaskOptions {
   int shard_num = 1;    // static sharding over files
   int shard_index = 0;  // in [0, shard_num)
   // Text files larger than this are split into byte-range tasks of about this size, so several
-  // parse threads can read one big file. 0 = one task per file. Only for RecordFormat::kText.
+  // parse threads can read one big file. 0 = one task per file. Only for RecordFormat::kText, and
+  // never for compressed files (CompressionFromPath: *.gz, *.zlib, ...), which are whole tasks.
   uint64_t split_bytes = 0;
 };
 

@@ -2,8 +2,10 @@
 
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "shoal/io/file_util.h"
+#include "shoal/io/mem_file_system.h"
 
 namespace shoal {
 namespace {
@@ -115,6 +117,70 @@ TEST_F(TaskSourceTest, ClearErrors) {
   o = {};
   EXPECT_EQ(StaticTaskSource::Create(fs_, o, RecordFormat::kText).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Forwards to a MemFileSystem but refuses GetFileSize, to prove a code path never sizes files.
+class NoSizeFileSystem final : public FileSystem {
+ public:
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      absl::string_view path) override {
+    return mem_.NewRandomAccessFile(path);
+  }
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(absl::string_view path) override {
+    return mem_.NewWritableFile(path);
+  }
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewAppendableFile(absl::string_view path) override {
+    return mem_.NewAppendableFile(path);
+  }
+  absl::StatusOr<bool> FileExists(absl::string_view path) override { return mem_.FileExists(path); }
+  absl::StatusOr<bool> IsDirectory(absl::string_view path) override {
+    return mem_.IsDirectory(path);
+  }
+  absl::StatusOr<uint64_t> GetFileSize(absl::string_view path) override {
+    return absl::InternalError(absl::StrCat("GetFileSize(", path, ") called"));
+  }
+  absl::StatusOr<std::vector<std::string>> GetChildren(absl::string_view dir) override {
+    return mem_.GetChildren(dir);
+  }
+  absl::Status CreateDir(absl::string_view dir) override { return mem_.CreateDir(dir); }
+  absl::Status RecursivelyCreateDir(absl::string_view dir) override {
+    return mem_.RecursivelyCreateDir(dir);
+  }
+  absl::Status DeleteFile(absl::string_view path) override { return mem_.DeleteFile(path); }
+  absl::Status DeleteRecursively(absl::string_view path) override {
+    return mem_.DeleteRecursively(path);
+  }
+  absl::Status RenameFile(absl::string_view src, absl::string_view dst) override {
+    return mem_.RenameFile(src, dst);
+  }
+
+ private:
+  MemFileSystem mem_;
+};
+
+TEST(TaskSourceCompressionTest, NeverSplitsOrSizesCompressedFiles) {
+  auto no_size = std::make_shared<NoSizeFileSystem>();
+  FileSystems fs;
+  ASSERT_TRUE(fs.Register("mem", no_size).ok());
+  ASSERT_TRUE(no_size->RecursivelyCreateDir("mem://in").ok());
+  for (const char* name : {"day_0.gz", "day_1.GZ", "day_2.gzip", "day_3.zz"}) {
+    ASSERT_TRUE(
+        WriteStringToFile(*no_size, absl::StrCat("mem://in/", name), std::string(5000, 'x')).ok());
+  }
+  StaticTaskOptions o;
+  o.patterns = {"mem://in/day_*"};
+  o.split_bytes = 100;
+  auto source = StaticTaskSource::Create(fs, o, RecordFormat::kText);
+  ASSERT_TRUE(source.ok()) << source.status();
+  ASSERT_EQ((*source)->epoch_tasks().size(), 4u);
+  for (const DataTask& task : (*source)->epoch_tasks()) {
+    EXPECT_EQ(task.begin, 0u) << task.path;
+    EXPECT_EQ(task.end, DataTask::kToEnd) << task.path;
+  }
+  // An uncompressed text file among them is still sized (and here that fails, as designed).
+  ASSERT_TRUE(WriteStringToFile(*no_size, "mem://in/day_4.txt", "x").ok());
+  EXPECT_EQ(StaticTaskSource::Create(fs, o, RecordFormat::kText).status().code(),
+            absl::StatusCode::kInternal);
 }
 
 }  // namespace

@@ -3,7 +3,11 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "shoal/base/status.h"
+#include "shoal/io/coding.h"
+#include "shoal/io/crc32c.h"
+#include "shoal/io/tfrecord_format.h"
 #include "shoal/io/tfrecord_reader.h"
 
 namespace shoal {
@@ -32,12 +36,38 @@ class TFRecordRecordReader : public RecordReader {
   int64_t records_read_ = 0;
 };
 
+// The compression of a file whose name implies none: GZIP if it starts with the gzip magic and
+// not with a valid TFRecord header (a record of length 0x..088b1f would start with the magic
+// too, but then its length CRC matches).
+absl::StatusOr<CompressionType> SniffCompression(FileSystem& fs, const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs.NewRandomAccessFile(path));
+  char scratch[tfrecord::kHeaderSize];
+  ASSIGN_OR_RETURN(absl::string_view head, file->Read(0, sizeof(scratch), scratch), "reading ",
+                   path);
+  if (!absl::StartsWith(head, absl::string_view("\x1f\x8b\x08", 3))) return CompressionType::kNone;
+  if (head.size() == tfrecord::kHeaderSize &&
+      UnmaskCrc(DecodeFixed32(head.data() + tfrecord::kLengthSize)) ==
+          Crc32c(head.data(), tfrecord::kLengthSize)) {
+    return CompressionType::kNone;
+  }
+  return CompressionType::kGzip;
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RecordReader>> OpenTFRecordRecordReader(FileSystems& fs,
-                                                                       const DataTask& task) {
+absl::StatusOr<std::unique_ptr<RecordReader>> OpenTFRecordRecordReader(
+    FileSystems& fs, const DataTask& task, const TFRecordSourceOptions& source_options) {
   ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(task.path));
   TFRecordReaderOptions options;
+  if (source_options.compression.has_value()) {
+    options.compression = *source_options.compression;
+  } else {
+    options.compression = CompressionFromPath(task.path);
+    if (options.compression == CompressionType::kNone && task.begin == 0) {
+      ASSIGN_OR_RETURN(options.compression, SniffCompression(*file_system, task.path));
+    }
+  }
+  // For a compressed file only the whole-file range is accepted (Open says why otherwise).
   options.start_offset = task.begin;
   options.end_offset = task.end;
   ASSIGN_OR_RETURN(auto reader, TFRecordReader::Open(*file_system, task.path, options));

@@ -15,6 +15,14 @@
 // Positions: always path and byte offset of the record; when the task starts at offset 0 also
 // the 1-based record number in `line`, so messages read "train.tfrecord:42" (record 42).
 //
+// Compression: GZIP and ZLIB files as TensorFlow writes them are read through a decompressing
+// stream, as whole files only (a task with begin > 0 or a bounded end is INVALID_ARGUMENT at
+// Open), with offsets in the decompressed stream. Which compression, unless options.compression
+// says: from the name (io/compression.h: *.gz / *.gzip GZIP, *.zlib / *.zz ZLIB); a file whose
+// name implies none is still read as GZIP when it starts with the gzip magic 1f 8b 08 and its
+// first 12 bytes are not a valid TFRecord header (length CRC), since TensorFlow users often write
+// GZIP TFRecords without a .gz suffix. ZLIB has no reliable magic and is never guessed.
+//
 // Errors from Next: OUT_OF_RANGE at the end of the task; DATA_LOSS for a corrupt or truncated
 // record (file and offset in the message; the reader stays there); file-system codes otherwise.
 // Open: what fs.For and TFRecordReader::Open return (INVALID_ARGUMENT for `begin` past the end of
@@ -22,14 +30,21 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "shoal/data/record.h"
+#include "shoal/io/compression.h"
 #include "shoal/io/file_systems.h"
 
 namespace shoal {
 
+struct TFRecordSourceOptions {
+  // The file's compression; default (nullopt): from its name and gzip magic, as above.
+  std::optional<CompressionType> compression;
+};
+
 [[nodiscard]] absl::StatusOr<std::unique_ptr<RecordReader>> OpenTFRecordRecordReader(
-    FileSystems& fs, const DataTask& task);
+    FileSystems& fs, const DataTask& task, const TFRecordSourceOptions& options = {});
 
 }  // namespace shoal

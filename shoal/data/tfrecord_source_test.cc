@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shoal/io/file_util.h"
+#include "shoal/io/tfrecord_format.h"
 #include "shoal/io/tfrecord_writer.h"
 
 namespace shoal {
@@ -115,6 +116,49 @@ TEST_F(TFRecordSourceTest, OpenErrors) {
   EXPECT_TRUE(absl::IsInvalidArgument(end)) << end;
   ReadTask({.path = "nosuch://x"}, &end);
   EXPECT_TRUE(absl::IsInvalidArgument(end)) << end;
+}
+
+TEST_F(TFRecordSourceTest, CompressedFilesByNameOptionOrGzipMagic) {
+  const std::vector<std::string> records = {"one", "", "three"};
+  auto write = [&](const std::string& path, CompressionType compression) {
+    auto writer = TFRecordWriter::Create(*fs_, path, {.compression = compression});
+    ASSERT_TRUE(writer.ok());
+    for (const std::string& r : records) ASSERT_TRUE((*writer)->Write(r).ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  };
+  const std::string dir = "mem://tfrecord_source_test/";
+  write(dir + "a.tfrecord.gz", CompressionType::kGzip);
+  write(dir + "a.tfrecord.zlib", CompressionType::kZlib);
+  write(dir + "gzip_no_suffix.tfrecord", CompressionType::kGzip);
+  for (const char* name : {"a.tfrecord.gz", "a.tfrecord.zlib", "gzip_no_suffix.tfrecord"}) {
+    absl::Status end;
+    std::vector<RecordPosition> positions;
+    EXPECT_EQ(ReadTask({.path = dir + name}, &end, &positions), records) << name;
+    EXPECT_TRUE(absl::IsOutOfRange(end)) << name << ": " << end;
+    ASSERT_EQ(positions.size(), 3u);
+    EXPECT_EQ(positions[2].offset, 2 * tfrecord::kRecordOverhead + 3);  // decompressed offset
+    EXPECT_EQ(positions[2].line, 3);
+  }
+  // ZLIB without a telling name needs the option.
+  write(dir + "zlib_no_suffix", CompressionType::kZlib);
+  absl::Status end;
+  EXPECT_TRUE(ReadTask({.path = dir + "zlib_no_suffix"}, &end).empty());
+  EXPECT_EQ(end.code(), absl::StatusCode::kDataLoss);
+  auto reader = OpenTFRecordRecordReader(fss_, {.path = dir + "zlib_no_suffix"},
+                                         {.compression = CompressionType::kZlib});
+  ASSERT_TRUE(reader.ok());
+  absl::string_view record;
+  RecordPosition position;
+  EXPECT_TRUE((*reader)->Next(&record, &position).ok());
+  EXPECT_EQ(record, "one");
+  // A byte range of a compressed file cannot be read.
+  EXPECT_EQ(
+      OpenTFRecordRecordReader(fss_, {.path = dir + "a.tfrecord.gz", .begin = 19}).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenTFRecordRecordReader(fss_, {.path = dir + "a.tfrecord.gz", .begin = 0, .end = 1000})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "shoal/base/logging.h"
 #include "shoal/base/status.h"
 #include "shoal/io/coding.h"
 #include "shoal/io/crc32c.h"
@@ -15,6 +16,23 @@ absl::StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(
     FileSystem& fs, absl::string_view path, const TFRecordReaderOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs.NewRandomAccessFile(path));
   ASSIGN_OR_RETURN(const uint64_t size, file->Size(), "opening ", path);
+  if (options.compression != CompressionType::kNone) {
+    if (options.start_offset != 0 || options.end_offset != TFRecordReaderOptions{}.end_offset) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(CompressionTypeName(options.compression), "-compressed ", path,
+                       " can only be read whole, not from offset ", options.start_offset, " to ",
+                       options.end_offset));
+    }
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<InflateInputStream> inflater,
+        InflateInputStream::Create(std::move(file), std::string(path), options.compression,
+                                   {.input_buffer_bytes = options.buffer_size}));
+    TFRecordReaderOptions plain = options;
+    plain.compression = CompressionType::kNone;
+    auto reader = std::make_unique<TFRecordReader>(nullptr, std::string(path), size, plain);
+    reader->inflater_ = std::move(inflater);
+    return reader;
+  }
   if (options.start_offset > size) {
     return absl::InvalidArgumentError(absl::StrCat("start offset ", options.start_offset,
                                                    " is past the end of ", path, " (", size,
@@ -30,7 +48,9 @@ TFRecordReader::TFRecordReader(std::unique_ptr<RandomAccessFile> file, std::stri
       file_size_(file_size),
       end_offset_(options.end_offset),
       buffer_capacity_(std::max<size_t>(options.buffer_size, tfrecord::kHeaderSize)),
-      offset_(options.start_offset) {}
+      offset_(options.start_offset) {
+  CHECK(options.compression == CompressionType::kNone) << "compressed TFRecords need Open()";
+}
 
 absl::Status TFRecordReader::Corrupt(absl::string_view what) {
   corruption_ = absl::DataLossError(
@@ -71,6 +91,7 @@ absl::Status TFRecordReader::ReadRecord(std::string* record, uint64_t* record_of
   if (offset_ >= end_offset_) {
     return absl::OutOfRangeError(absl::StrCat("end of range at offset ", offset_, " in ", path_));
   }
+  if (inflater_ != nullptr) return ReadCompressedRecord(record, record_offset);
   if (offset_ >= file_size_) {
     return absl::OutOfRangeError(absl::StrCat("end of file ", path_));
   }
@@ -99,6 +120,56 @@ absl::Status TFRecordReader::ReadRecord(std::string* record, uint64_t* record_of
     status = ReadAt(offset_ + tfrecord::kHeaderSize + length, sizeof(footer), footer);
   if (!corruption_.ok()) return corruption_;
   RETURN_IF_ERROR_CTX(status, "reading record at offset ", offset_, " in ", path_);
+  if (UnmaskCrc(DecodeFixed32(footer)) != Crc32c(*record)) return Corrupt("data crc mismatch");
+
+  if (record_offset != nullptr) *record_offset = offset_;
+  offset_ += tfrecord::kRecordOverhead + length;
+  return absl::OkStatus();
+}
+
+absl::Status TFRecordReader::ReadInflated(size_t n, char* dst, absl::string_view what) {
+  absl::StatusOr<absl::string_view> got = inflater_->Read(n, dst);
+  if (!got.ok()) {
+    corruption_ = AnnotateCat(got.status(), "reading record at offset ", offset_);
+    return corruption_;
+  }
+  if (got->data() != dst) std::memmove(dst, got->data(), got->size());
+  if (got->size() < n) {
+    return Corrupt(
+        absl::StrCat("truncated record: the decompressed stream ends inside its ", what));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TFRecordReader::ReadCompressedRecord(std::string* record, uint64_t* record_offset) {
+  char header[tfrecord::kHeaderSize];
+  absl::StatusOr<absl::string_view> got = inflater_->Read(sizeof(header), header);
+  if (!got.ok()) {
+    corruption_ = AnnotateCat(got.status(), "reading record at offset ", offset_);
+    return corruption_;
+  }
+  if (got->empty()) return absl::OutOfRangeError(absl::StrCat("end of file ", path_));
+  if (got->data() != header) std::memmove(header, got->data(), got->size());
+  if (got->size() < sizeof(header)) {
+    return Corrupt(absl::StrCat("truncated header: ", got->size(), " bytes left in stream"));
+  }
+  const uint64_t length = DecodeFixed64(header);
+  const uint32_t length_crc = UnmaskCrc(DecodeFixed32(header + tfrecord::kLengthSize));
+  if (length_crc != Crc32c(header, tfrecord::kLengthSize)) return Corrupt("length crc mismatch");
+
+  // The remaining size is unknown, so a record is read in pieces that at most double what has
+  // arrived: a length that passed its CRC but lies about the data costs no huge allocation.
+  constexpr uint64_t kFirstPiece = 1 << 20;
+  record->clear();
+  uint64_t have = 0;
+  while (have < length) {
+    const uint64_t piece = std::min(length - have, std::max(have, kFirstPiece));
+    record->resize(have + piece);
+    RETURN_IF_ERROR(ReadInflated(piece, record->data() + have, "data"));
+    have += piece;
+  }
+  char footer[tfrecord::kFooterSize];
+  RETURN_IF_ERROR(ReadInflated(sizeof(footer), footer, "footer"));
   if (UnmaskCrc(DecodeFixed32(footer)) != Crc32c(*record)) return Corrupt("data crc mismatch");
 
   if (record_offset != nullptr) *record_offset = offset_;

@@ -18,6 +18,14 @@
 // A record's length is checked against its CRC and against the bytes left in the file before
 // anything is allocated, so corrupt input never causes a huge allocation. The file size is taken
 // once at Open; bytes appended later are not seen. Not thread-safe.
+//
+// Compression (options.compression, as TensorFlow's TFRecordOptions(compression_type=...)): the
+// file is decompressed as a stream (inflate_stream.h) and records are read from the decompressed
+// bytes. Then offsets -- record offsets, offset() -- are offsets in the decompressed stream, the
+// reader can only start at 0 and read to the end (start_offset / end_offset must keep their
+// defaults), a record's length is checked only by its CRC and the record is read in growing
+// pieces, and every error is sticky, including file-system ones. A corrupt compressed stream is
+// DATA_LOSS naming the compressed offset; a stream ending inside a record is DATA_LOSS "truncated".
 #pragma once
 
 #include <cstddef>
@@ -29,7 +37,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "shoal/io/compression.h"
 #include "shoal/io/file_system.h"
+#include "shoal/io/inflate_stream.h"
 
 namespace shoal {
 
@@ -43,15 +53,20 @@ struct TFRecordReaderOptions {
   // Records starting at or after this offset are not read (OUT_OF_RANGE); a record starting
   // before it is read whole even if it extends past it. Default: no limit.
   uint64_t end_offset = std::numeric_limits<uint64_t>::max();
+  // How the file is compressed. Default none. With compression, offsets are decompressed-stream
+  // offsets and start_offset / end_offset must keep their defaults (INVALID_ARGUMENT otherwise).
+  CompressionType compression = CompressionType::kNone;
 };
 
 class TFRecordReader {
  public:
-  // Opens `path` on `fs`. INVALID_ARGUMENT if start_offset is past the end of the file.
+  // Opens `path` on `fs`. INVALID_ARGUMENT if start_offset is past the end of the file, or if
+  // the options combine compression with a byte range.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<TFRecordReader>> Open(
       FileSystem& fs, absl::string_view path, const TFRecordReaderOptions& options = {});
 
-  // Reads from `file` of `file_size` bytes; `path` is for messages only.
+  // Reads from the uncompressed `file` of `file_size` bytes; `path` is for messages only.
+  // options.compression must be kNone (use Open for compressed files).
   TFRecordReader(std::unique_ptr<RandomAccessFile> file, std::string path, uint64_t file_size,
                  const TFRecordReaderOptions& options);
 
@@ -64,6 +79,7 @@ class TFRecordReader {
 
   // Offset of the next record to read.
   uint64_t offset() const { return offset_; }
+  // Size of the file as stored (compressed bytes, for a compressed file).
   uint64_t file_size() const { return file_size_; }
   const std::string& path() const { return path_; }
 
@@ -71,6 +87,9 @@ class TFRecordReader {
   // Copies file bytes [offset, offset + n) to `dst` through the buffer.
   absl::Status ReadAt(uint64_t offset, size_t n, char* dst);
   absl::Status Corrupt(absl::string_view what);
+  absl::Status ReadCompressedRecord(std::string* record, uint64_t* record_offset);
+  // Reads exactly `n` decompressed bytes into `dst`; `what` names them for a truncation error.
+  absl::Status ReadInflated(size_t n, char* dst, absl::string_view what);
 
   const std::unique_ptr<RandomAccessFile> file_;
   const std::string path_;
@@ -82,6 +101,8 @@ class TFRecordReader {
   size_t buffer_size_ = 0;      // valid bytes in buffer_
   uint64_t offset_;
   absl::Status corruption_;  // sticky DATA_LOSS
+  // Set for a compressed file: records come from here instead of file_.
+  std::unique_ptr<InflateInputStream> inflater_;
 };
 
 }  // namespace shoal

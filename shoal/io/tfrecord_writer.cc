@@ -5,13 +5,19 @@
 #include "shoal/base/status.h"
 #include "shoal/io/coding.h"
 #include "shoal/io/crc32c.h"
+#include "shoal/io/deflate_stream.h"
 #include "shoal/io/tfrecord_format.h"
 
 namespace shoal {
 
-absl::StatusOr<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Create(FileSystem& fs,
-                                                                       absl::string_view path) {
+absl::StatusOr<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Create(
+    FileSystem& fs, absl::string_view path, const TFRecordWriterOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs.NewWritableFile(path));
+  if (options.compression != CompressionType::kNone) {
+    ASSIGN_OR_RETURN(
+        file, DeflateOutputStream::Create(std::move(file), std::string(path), options.compression,
+                                          {.level = options.compression_level}));
+  }
   return std::make_unique<TFRecordWriter>(std::move(file), std::string(path));
 }
 
