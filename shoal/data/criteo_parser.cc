@@ -46,25 +46,13 @@ inline Scan ScanFloat(const char* p, const char* end, const char** field_end, fl
   return ParseFloatText(text, value) ? Scan::kValue : Scan::kBad;
 }
 
-constexpr std::array<int8_t, 256> MakeHexTable() {
-  std::array<int8_t, 256> table{};
-  for (auto& v : table) v = -1;
-  for (int c = '0'; c <= '9'; ++c) table[static_cast<size_t>(c)] = static_cast<int8_t>(c - '0');
-  for (int c = 'a'; c <= 'f'; ++c)
-    table[static_cast<size_t>(c)] = static_cast<int8_t>(c - 'a' + 10);
-  for (int c = 'A'; c <= 'F'; ++c)
-    table[static_cast<size_t>(c)] = static_cast<int8_t>(c - 'A' + 10);
-  return table;
-}
-constexpr std::array<int8_t, 256> kHexDigit = MakeHexTable();
-
 // Scans the field starting at `p` as a hex id, converting while scanning (digits past the 16th
 // shift out, and the length check below rejects them).
 inline Scan ScanHex(const char* p, const char* end, const char** field_end, int64_t* value) {
   const char* q = p;
   uint64_t n = 0;
   while (q < end) {
-    const int8_t d = kHexDigit[static_cast<unsigned char>(*q)];
+    const int8_t d = kHexDigitValue[static_cast<unsigned char>(*q)];
     if (d < 0) break;
     n = (n << 4) | static_cast<uint64_t>(d);
     ++q;

@@ -5,28 +5,7 @@
 # binary, hence the gen/ root.) The generated code is its own small library, shoal_example_proto,
 # which shoal_data links PUBLIC through DATA_DEPS: that carries the include directory and
 # protobuf::libprotobuf to everything that links shoal_data.
-find_package(Protobuf REQUIRED)
-
-set(EXAMPLE_PROTO_GEN_DIR ${PROJECT_BINARY_DIR}/gen)
-set(EXAMPLE_PROTO_PB_H ${EXAMPLE_PROTO_GEN_DIR}/shoal/data/example.pb.h)
-set(EXAMPLE_PROTO_PB_CC ${EXAMPLE_PROTO_GEN_DIR}/shoal/data/example.pb.cc)
-add_custom_command(
-  OUTPUT ${EXAMPLE_PROTO_PB_H} ${EXAMPLE_PROTO_PB_CC}
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${EXAMPLE_PROTO_GEN_DIR}
-  COMMAND protobuf::protoc --cpp_out=${EXAMPLE_PROTO_GEN_DIR} -I ${PROJECT_SOURCE_DIR}
-          ${PROJECT_SOURCE_DIR}/shoal/data/example.proto
-  DEPENDS ${PROJECT_SOURCE_DIR}/shoal/data/example.proto protobuf::protoc
-  COMMENT "protoc shoal/data/example.proto"
-  VERBATIM)
-
-add_library(shoal_example_proto STATIC ${EXAMPLE_PROTO_PB_CC} ${EXAMPLE_PROTO_PB_H})
-# SYSTEM: compilers and clang-tidy judge our code, not protoc's output (its headers would trip
-# bugprone-reserved-identifier and -Wextra).
-target_include_directories(shoal_example_proto SYSTEM PUBLIC
-                           $<BUILD_INTERFACE:${EXAMPLE_PROTO_GEN_DIR}>)
-target_link_libraries(shoal_example_proto PUBLIC protobuf::libprotobuf)
-# Generated code: its warnings are protoc's business, not ours.
-target_compile_options(shoal_example_proto PRIVATE -w)
+shoal_proto_library(shoal_example_proto shoal/data/example.proto)
 
 list(APPEND DATA_HDRS example_codec.h example_encoder.h example_parser.h tfrecord_source.h)
 list(APPEND DATA_SRCS example_codec.cc example_encoder.cc example_parser.cc tfrecord_source.cc)

@@ -17,18 +17,6 @@ absl::string_view Prepare(absl::string_view text) {
   return text;
 }
 
-constexpr std::array<int8_t, 256> MakeHexTable() {
-  std::array<int8_t, 256> table{};
-  for (auto& v : table) v = -1;
-  for (int c = '0'; c <= '9'; ++c) table[static_cast<size_t>(c)] = static_cast<int8_t>(c - '0');
-  for (int c = 'a'; c <= 'f'; ++c)
-    table[static_cast<size_t>(c)] = static_cast<int8_t>(c - 'a' + 10);
-  for (int c = 'A'; c <= 'F'; ++c)
-    table[static_cast<size_t>(c)] = static_cast<int8_t>(c - 'A' + 10);
-  return table;
-}
-constexpr std::array<int8_t, 256> kHexDigit = MakeHexTable();
-
 }  // namespace
 
 bool ParseFloatText(absl::string_view text, float* value) {
@@ -79,7 +67,7 @@ bool ParseHexInt64Text(absl::string_view text, int64_t* value) {
   if (text.empty() || text.size() > 16) return false;
   uint64_t n = 0;
   for (char c : text) {
-    const int8_t d = kHexDigit[static_cast<unsigned char>(c)];
+    const int8_t d = kHexDigitValue[static_cast<unsigned char>(c)];
     if (d < 0) return false;
     n = (n << 4) | static_cast<uint64_t>(d);
   }

@@ -7,12 +7,29 @@
 // integers take a faster path that yields the same value. Thread-safe (pure functions).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
 #include "absl/strings/string_view.h"
 
 namespace shoal {
+
+namespace internal {
+constexpr std::array<int8_t, 256> MakeHexDigitTable() {
+  std::array<int8_t, 256> table{};
+  for (auto& v : table) v = -1;
+  for (int c = '0'; c <= '9'; ++c) table[static_cast<size_t>(c)] = static_cast<int8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c)
+    table[static_cast<size_t>(c)] = static_cast<int8_t>(c - 'a' + 10);
+  for (int c = 'A'; c <= 'F'; ++c)
+    table[static_cast<size_t>(c)] = static_cast<int8_t>(c - 'A' + 10);
+  return table;
+}
+}  // namespace internal
+
+// Value of a hex digit by byte, or -1: for parsers that convert while scanning.
+inline constexpr std::array<int8_t, 256> kHexDigitValue = internal::MakeHexDigitTable();
 
 // Decimal or scientific float ("3", "-0.5", "1e-3", " 7.25 "). Out-of-range values fail.
 bool ParseFloatText(absl::string_view text, float* value);
