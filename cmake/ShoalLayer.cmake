@@ -49,3 +49,23 @@ function(shoal_layer_tests)
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} LABELS "${T_NAME};${T_LABELS}")
   endforeach()
 endfunction()
+
+# shoal_pytest(NAME <test> SCRIPT <file.py> [LABELS <label>...] [ENVIRONMENT <VAR=value>...])
+#
+# A ctest running a pytest file with the test virtualenv's python (scripts/python-env.sh creates
+# or updates it from scripts/requirements-test.txt; the first run installs it, hence the long
+# timeout). Labelled "python" as well, so `ctest -LE python` skips these.
+function(shoal_pytest)
+  cmake_parse_arguments(P "" "NAME;SCRIPT" "LABELS;ENVIRONMENT" ${ARGN})
+  if(NOT SHOAL_BUILD_TESTS)
+    return()
+  endif()
+  add_test(NAME ${P_NAME}
+           COMMAND bash -c "py=$(\"$0\") && exec \"$py\" -m pytest -q -p no:cacheprovider \"$1\""
+                   ${PROJECT_SOURCE_DIR}/scripts/python-env.sh ${P_SCRIPT})
+  set_tests_properties(${P_NAME} PROPERTIES
+    ENVIRONMENT "${P_ENVIRONMENT}"
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    LABELS "${P_LABELS};python"
+    TIMEOUT 1200)
+endfunction()

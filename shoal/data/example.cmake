@@ -19,15 +19,7 @@ if(SHOAL_BUILD_TESTS)
   target_link_libraries(data_example_tool PRIVATE shoal_data)
   set_target_properties(data_example_tool PROPERTIES OUTPUT_NAME example_tool)
 
-  # Compatibility with TensorFlow itself (the PyPI package, in a virtualenv that
-  # scripts/python-env.sh keeps up to date). The first run installs it, hence the long timeout.
-  add_test(NAME data_example_compat
-           COMMAND bash -c "py=$(\"$0\") && exec \"$py\" -m pytest -q -p no:cacheprovider \"$1\""
-                   ${PROJECT_SOURCE_DIR}/scripts/python-env.sh
-                   ${CMAKE_CURRENT_LIST_DIR}/example_compat_test.py)
-  set_tests_properties(data_example_compat PROPERTIES
-    ENVIRONMENT "SHOAL_EXAMPLE_TOOL=$<TARGET_FILE:data_example_tool>"
-    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-    LABELS "data;python"
-    TIMEOUT 1200)
+  # Compatibility with TensorFlow itself (the PyPI package, in the test virtualenv).
+  shoal_pytest(NAME data_example_compat SCRIPT ${CMAKE_CURRENT_LIST_DIR}/example_compat_test.py
+               LABELS data ENVIRONMENT "SHOAL_EXAMPLE_TOOL=$<TARGET_FILE:data_example_tool>")
 endif()
