@@ -247,6 +247,21 @@ absl::Status ParseBadRecords(MapReader& r, BadRecordPolicy* policy) {
                    absl::StrCat("expected fail, skip or skip:N (N >= 0), got '", text, "'"));
 }
 
+absl::Status ParseHoldout(MapReader& r, InputConfig* in) {
+  RETURN_IF_ERROR(r.Read("holdout_fraction", &in->holdout_fraction));
+  if (!(in->holdout_fraction >= 0 && in->holdout_fraction < 1)) {
+    return r.ErrorAt("holdout_fraction", "must be in [0, 1)");
+  }
+  RETURN_IF_ERROR(r.Read("holdout_seed", &in->holdout_seed));
+  RETURN_IF_ERROR(r.Read("holdout", &in->holdout));
+  if (in->holdout_fraction == 0) {
+    for (absl::string_view key : {"holdout", "holdout_seed"}) {
+      if (r.Has(key)) return r.ErrorAt(key, "only used with holdout_fraction > 0");
+    }
+  }
+  return absl::OkStatus();
+}
+
 // `repeat_limit` is the step limit that ends an input with num_epochs 0 (0 = none).
 absl::Status ParseInput(const Ctx& ctx, const Node& node, const std::string& path,
                         absl::string_view repeat_limit, int64_t limit, InputConfig* in) {
@@ -264,6 +279,10 @@ absl::Status ParseInput(const Ctx& ctx, const Node& node, const std::string& pat
   RETURN_IF_ERROR(r.Read("header", &in->header));
   if (r.Has("header") && in->format != "csv" && in->format != "tsv") {
     return r.ErrorAt("header", "only for format csv or tsv");
+  }
+  if (r.Has("schema") && in->format != "csv" && in->format != "tsv" && in->format != "tfrecord") {
+    return r.ErrorAt("schema", absl::StrCat("only for format csv, tsv or tfrecord (", in->format,
+                                            " has its own columns)"));
   }
   RETURN_IF_ERROR(ReadList(
       ctx, r, "schema", &in->schema.columns, [](MapReader& c, ColumnSpec* spec) -> absl::Status {
@@ -283,6 +302,7 @@ absl::Status ParseInput(const Ctx& ctx, const Node& node, const std::string& pat
   }
   RETURN_IF_ERROR(r.Read("shuffle_files", &in->shuffle_files));
   RETURN_IF_ERROR(r.Read("split_bytes", &in->split_bytes));
+  RETURN_IF_ERROR(ParseHoldout(r, in));
   PipelineOptions& p = in->pipeline;
   RETURN_IF_ERROR(r.Read("batch_size", &p.batch_size, 1));
   RETURN_IF_ERROR(r.Read("drop_remainder", &p.drop_remainder));
@@ -410,6 +430,10 @@ StaticTaskOptions InputConfig::TaskOptions() const {
   options.seed = pipeline.seed;
   options.split_bytes = split_bytes;
   return options;
+}
+
+HoldoutOptions InputConfig::Holdout() const {
+  return HoldoutOptions{holdout_fraction, holdout_seed, holdout};
 }
 
 OptimizerOptions DefaultDeepOptimizer() {

@@ -32,6 +32,7 @@
 #include "shoal/data/feature_column.h"
 #include "shoal/data/pipeline.h"
 #include "shoal/data/raw_batch.h"
+#include "shoal/data/split_reader.h"
 #include "shoal/data/task_source.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/optim/optimizer.h"
@@ -47,6 +48,11 @@ struct InputConfig {
   int64_t num_epochs = 1;          // >= 0; 0 = repeat until run.max_steps
   bool shuffle_files = false;      // reorder the files each epoch (seeded by pipeline.seed)
   uint64_t split_bytes = 0;        // text files larger than this are read in ranges; 0 = never
+  // A fixed, content-based split of the records (data/split_reader.h): a record is in the holdout
+  // iff its hash point is below holdout_fraction. 0 = no split.
+  float holdout_fraction = 0;  // in [0, 1)
+  uint32_t holdout_seed = 0;   // the split's MurmurHash3 seed
+  bool holdout = false;        // false: read the records not in the holdout; true: only those
   // batch_size, drop_remainder, shuffle_buffer, seed, num_parse_threads (key parse_threads),
   // prefetch_batches and bad_records ("fail" | "skip" | "skip:N") come from YAML; the other
   // fields keep PipelineOptions' defaults.
@@ -54,6 +60,8 @@ struct InputConfig {
 
   // The task options of this input (one shard of one; the caller sets sharding).
   StaticTaskOptions TaskOptions() const;
+  // The holdout split of this input (fraction 0: none).
+  HoldoutOptions Holdout() const;
 };
 
 struct ModelConfig {

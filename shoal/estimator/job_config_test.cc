@@ -187,6 +187,45 @@ TEST(JobConfigTest, OverridesApplyBeforeValidation) {
             "found");
 }
 
+TEST(JobConfigTest, HoldoutKeys) {
+  absl::StatusOr<JobConfig> config =
+      Parse(Replace("format: csv", "format: csv, holdout_fraction: 0.2, holdout_seed: 7"),
+            {"input.eval={files: [train.csv], format: csv, holdout_fraction: 0.2, holdout: true}"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FLOAT_EQ(config->train_input.Holdout().fraction, 0.2);
+  EXPECT_EQ(config->train_input.Holdout().seed, 7u);
+  EXPECT_FALSE(config->train_input.Holdout().keep_holdout);
+  EXPECT_TRUE(config->eval_input.Holdout().keep_holdout);
+  EXPECT_EQ(config->eval_input.Holdout().seed, 0u);
+  EXPECT_EQ(Parse(kMinimal)->train_input.holdout_fraction, 0.0f);
+
+  EXPECT_EQ(ErrorOf(Replace("format: csv", "format: csv, holdout_fraction: most")),
+            "/cfg/job.yaml:10:62: input.train.holdout_fraction: expected a number, got 'most'");
+  EXPECT_EQ(ErrorOf(Replace("format: csv", "format: csv, holdout_fraction: 1")),
+            "/cfg/job.yaml:10:62: input.train.holdout_fraction: must be in [0, 1)");
+  EXPECT_EQ(ErrorOf(Replace("format: csv", "format: csv, holdout_fraction: -0.1")),
+            "/cfg/job.yaml:10:62: input.train.holdout_fraction: must be in [0, 1)");
+  EXPECT_EQ(ErrorOf(Replace("format: csv", "format: csv, holdout: true")),
+            "/cfg/job.yaml:10:53: input.train.holdout: only used with holdout_fraction > 0");
+  EXPECT_EQ(ErrorOf(Replace("format: csv", "format: csv, holdout_seed: 3")),
+            "/cfg/job.yaml:10:58: input.train.holdout_seed: only used with holdout_fraction > 0");
+  EXPECT_EQ(ErrorOf(Replace("format: csv", "format: csv, holdout_fraction: 0.1, holdout: yes!")),
+            "/cfg/job.yaml:10:76: input.train.holdout: expected true or false, got 'yes!'");
+  EXPECT_EQ(ErrorOf(Replace("format: csv", "format: csv, holdout_fraction: 0.1, holdout_seed: -1")),
+            "/cfg/job.yaml:10:81: input.train.holdout_seed: expected an integer in [0, "
+            "4294967295], got '-1'");
+  EXPECT_EQ(ErrorOf(kMinimal, {"input.train.holdout=true"}),
+            "--set input.train.holdout=true: input.train.holdout: only used with "
+            "holdout_fraction > 0");
+}
+
+TEST(JobConfigTest, SchemaOnlyForFormatsWithoutTheirOwnColumns) {
+  EXPECT_EQ(ErrorOf(Replace("format: csv", "format: criteo, schema: [{name: a}]")),
+            "/cfg/job.yaml:10:55: input.train.schema: only for format csv, tsv or tfrecord "
+            "(criteo has its own columns)");
+  EXPECT_TRUE(Parse(Replace("format: csv", "format: tfrecord, schema: [{name: a}]")).ok());
+}
+
 // Every field set away from its default, so that a field JobConfigToYaml forgets shows up.
 constexpr char kFull[] = R"(model_dir: /m
 features:
@@ -212,7 +251,8 @@ wide_optimizer: {name: ftrl, learning_rate: 0.3, l1: 0.01, l2: 0.02, l2_shrinkag
 input:
   train: {files: [t.csv], format: tsv, header: false, num_epochs: 0, shuffle_files: true,
           split_bytes: 1000, batch_size: 7, drop_remainder: true, shuffle_buffer: 9, seed: 11,
-          parse_threads: 3, prefetch_batches: 5, bad_records: "skip:12",
+          parse_threads: 3, prefetch_batches: 5, bad_records: "skip:12", holdout_fraction: 0.2,
+          holdout_seed: 4294967295, holdout: true,
           schema: [{name: a, type: float, default: 0}, {name: h, type: string}, {name: y, type: int64}]}
   eval: {files: [e.tfrecord], format: tfrecord, bad_records: skip}
 run: {max_steps: 10, save_checkpoints_steps: 0, save_checkpoints_secs: 30, keep_checkpoint_max: 0,
@@ -250,6 +290,10 @@ TEST(JobConfigTest, FullConfigRoundTrips) {
   EXPECT_FALSE(c.train_input.schema.columns[1].has_default);
   EXPECT_EQ(c.train_input.schema.columns[2].type, ValueType::kInt64);
   EXPECT_EQ(c.train_input.TaskOptions().seed, 11u);
+  EXPECT_FLOAT_EQ(c.train_input.holdout_fraction, 0.2f);
+  EXPECT_EQ(c.train_input.Holdout().seed, 4294967295u);
+  EXPECT_TRUE(c.train_input.Holdout().keep_holdout);
+  EXPECT_EQ(c.eval_input.holdout_fraction, 0.0f);
   EXPECT_EQ(c.run.seed, 18446744073709551615u);
   EXPECT_EQ(c.eval.exporters[1].type, "latest");
 }

@@ -241,6 +241,11 @@ void WriteInput(Writer& w, absl::string_view key, const InputConfig& in) {
   w.Int("num_epochs", in.num_epochs);
   w.Bool("shuffle_files", in.shuffle_files);
   w.Int("split_bytes", in.split_bytes);
+  if (in.holdout_fraction > 0) {
+    w.Float("holdout_fraction", in.holdout_fraction);
+    w.Int("holdout_seed", in.holdout_seed);
+    w.Bool("holdout", in.holdout);
+  }
   const PipelineOptions& p = in.pipeline;
   w.Int("batch_size", p.batch_size);
   w.Bool("drop_remainder", p.drop_remainder);

@@ -1,0 +1,266 @@
+#include "shoal/data/idx_source.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "shoal/base/status.h"
+#include "shoal/io/compression.h"
+#include "shoal/io/inflate_stream.h"
+#include "shoal/io/path.h"
+
+namespace shoal {
+namespace {
+
+constexpr uint8_t kTypeUnsignedByte = 0x08;
+// As in idx.cc: more values than this is not MNIST-like data, and refusing it bounds what a
+// corrupt header can make us read.
+constexpr uint64_t kMaxElements = uint64_t{1} << 32;
+constexpr size_t kReadChunkBytes = size_t{1} << 20;
+constexpr absl::string_view kImagesTag = "images-idx3";
+constexpr absl::string_view kLabelsTag = "labels-idx1";
+
+// Sequential bytes of a file, decompressed when its name says it is compressed.
+class ByteStream {
+ public:
+  static absl::StatusOr<ByteStream> Open(FileSystems& fs, absl::string_view path) {
+    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(path));
+    ByteStream stream;
+    const CompressionType compression = CompressionFromPath(path);
+    if (compression == CompressionType::kNone) {
+      ASSIGN_OR_RETURN(stream.file_, file_system->NewRandomAccessFile(path));
+    } else {
+      ASSIGN_OR_RETURN(stream.inflate_, InflateInputStream::Open(*file_system, path, compression));
+    }
+    return stream;
+  }
+
+  // Reads up to `n` bytes into `dst`; fewer only at the end of the data.
+  absl::StatusOr<size_t> Read(size_t n, char* dst) {
+    size_t done = 0;
+    while (done < n) {
+      absl::string_view got;
+      if (file_ != nullptr) {
+        ASSIGN_OR_RETURN(got, file_->Read(offset_, n - done, dst + done));
+        offset_ += got.size();
+      } else {
+        ASSIGN_OR_RETURN(got, inflate_->Read(n - done, dst + done));
+      }
+      if (got.empty()) break;
+      // A file may return a view of its own memory rather than fill `dst`.
+      if (got.data() != dst + done) std::memmove(dst + done, got.data(), got.size());
+      done += got.size();
+    }
+    return done;
+  }
+
+ private:
+  ByteStream() = default;
+
+  std::unique_ptr<RandomAccessFile> file_;
+  uint64_t offset_ = 0;
+  std::unique_ptr<InflateInputStream> inflate_;
+};
+
+uint32_t ReadBigEndian32(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | uint32_t{u[3]};
+}
+
+// One IDX file of unsigned bytes: its dimensions, and its values when read whole.
+struct IdxArray {
+  std::vector<int64_t> dims;
+  uint64_t header_bytes = 0;
+  uint64_t elements = 0;
+  std::string values;
+};
+
+// Reads and checks the header of an IDX file of `rank` from `in`.
+absl::StatusOr<IdxArray> ReadHeader(ByteStream& in, int rank, absl::string_view path) {
+  char header[4 + 4 * 3];
+  const size_t header_bytes = 4 + 4 * static_cast<size_t>(rank);
+  ASSIGN_OR_RETURN(const size_t got, in.Read(header_bytes, header), "reading ", path);
+  if (got >= 2 && (header[0] != 0 || header[1] != 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not an IDX file (the first two bytes must be zero)"));
+  }
+  if (got < 4) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": ", got, " bytes is too short for an IDX header"));
+  }
+  const uint8_t type = static_cast<uint8_t>(header[2]);
+  const int file_rank = static_cast<uint8_t>(header[3]);
+  if (type != kTypeUnsignedByte) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": IDX value type 0x", absl::Hex(type),
+                                                   " is not supported (only 0x08, ubyte)"));
+  }
+  if (file_rank != rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": IDX rank ", file_rank, ", expected ", rank));
+  }
+  if (got < header_bytes) return absl::DataLossError(absl::StrCat(path, ": truncated IDX header"));
+  IdxArray array;
+  array.header_bytes = header_bytes;
+  array.elements = 1;
+  for (int i = 0; i < rank; ++i) {
+    const uint32_t d = ReadBigEndian32(header + 4 + 4 * i);
+    array.dims.push_back(d);
+    array.elements *= d;
+    if (array.elements > kMaxElements) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": IDX dimensions too large"));
+    }
+  }
+  return array;
+}
+
+// Reads a whole IDX file of `rank`: exactly as many values as the header promises.
+absl::StatusOr<IdxArray> ReadIdxFile(FileSystems& fs, absl::string_view path, int rank) {
+  ASSIGN_OR_RETURN(ByteStream in, ByteStream::Open(fs, path));
+  ASSIGN_OR_RETURN(IdxArray array, ReadHeader(in, rank, path));
+  // Grown chunk by chunk, so a header promising more than the file holds costs no more memory
+  // than the file.
+  std::string& values = array.values;
+  while (values.size() < array.elements) {
+    const size_t old = values.size();
+    const size_t want = std::min<uint64_t>(kReadChunkBytes, array.elements - old);
+    values.resize(old + want);
+    ASSIGN_OR_RETURN(const size_t got, in.Read(want, values.data() + old), "reading ", path);
+    values.resize(old + got);
+    if (got < want) break;
+  }
+  if (values.size() < array.elements) {
+    return absl::DataLossError(absl::StrCat(path, ": header promises ", array.elements,
+                                            " values but the file holds ", values.size()));
+  }
+  char extra;
+  ASSIGN_OR_RETURN(const size_t more, in.Read(1, &extra), "reading ", path);
+  if (more > 0) {
+    return absl::DataLossError(absl::StrCat(path, ": header promises ", array.elements,
+                                            " values but the file holds more"));
+  }
+  return array;
+}
+
+absl::Status CheckImageSize(absl::string_view path, int64_t rows, int64_t cols,
+                            const IdxReaderOptions& options) {
+  if (rows < 1 || cols < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": images of ", rows, "x", cols, " pixels"));
+  }
+  if ((options.rows > 0 && rows != options.rows) || (options.cols > 0 && cols != options.cols)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": images of ", rows, "x", cols,
+                                                   " pixels, expected ", options.rows, "x",
+                                                   options.cols, " (as the input's first file)"));
+  }
+  return absl::OkStatus();
+}
+
+class IdxRecordReader final : public RecordReader {
+ public:
+  IdxRecordReader(std::string path, IdxArray images, IdxArray labels)
+      : path_(std::move(path)),
+        images_(std::move(images)),
+        labels_(std::move(labels)),
+        pixels_(images_.dims[1] * images_.dims[2]),
+        record_(static_cast<size_t>(1 + pixels_), '\0') {}
+
+  absl::Status Next(absl::string_view* record, RecordPosition* position) override {
+    if (next_ >= images_.dims[0]) return absl::OutOfRangeError("end of IDX file");
+    const size_t offset = static_cast<size_t>(next_ * pixels_);
+    record_[0] = labels_.values[static_cast<size_t>(next_)];
+    std::memcpy(record_.data() + 1, images_.values.data() + offset, static_cast<size_t>(pixels_));
+    position->path = path_;
+    position->offset = images_.header_bytes + offset;
+    position->line = next_ + 1;
+    ++next_;
+    *record = record_;
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::string path_;
+  const IdxArray images_;
+  const IdxArray labels_;
+  const int64_t pixels_;
+  std::string record_;
+  int64_t next_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> IdxLabelsPath(absl::string_view images_path) {
+  const absl::string_view base = Basename(images_path);
+  const size_t at = base.rfind(kImagesTag);
+  if (at == absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(images_path, ": an IDX images file name must contain '", kImagesTag,
+                     "' (its labels file has '", kLabelsTag, "' in its place)"));
+  }
+  const size_t base_start = images_path.size() - base.size();
+  std::string labels(images_path);
+  labels.replace(base_start + at, kImagesTag.size(), kLabelsTag.data(), kLabelsTag.size());
+  return labels;
+}
+
+absl::StatusOr<IdxImagesShape> ReadIdxImagesShape(FileSystems& fs, absl::string_view images_path) {
+  ASSIGN_OR_RETURN(ByteStream in, ByteStream::Open(fs, images_path));
+  ASSIGN_OR_RETURN(IdxArray header, ReadHeader(in, 3, images_path));
+  RETURN_IF_ERROR(CheckImageSize(images_path, header.dims[1], header.dims[2], {}));
+  return IdxImagesShape{header.dims[0], header.dims[1], header.dims[2]};
+}
+
+absl::StatusOr<std::unique_ptr<RecordReader>> OpenIdxRecordReader(FileSystems& fs,
+                                                                  const DataTask& task,
+                                                                  const IdxReaderOptions& options) {
+  if (task.begin != 0 || task.end != DataTask::kToEnd) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(task.path, ": an IDX file is read whole; got the byte range [", task.begin,
+                     ", ", task.end == DataTask::kToEnd ? "end" : absl::StrCat(task.end), ")"));
+  }
+  ASSIGN_OR_RETURN(std::string labels_path, IdxLabelsPath(task.path));
+  ASSIGN_OR_RETURN(IdxArray images, ReadIdxFile(fs, task.path, 3));
+  RETURN_IF_ERROR(CheckImageSize(task.path, images.dims[1], images.dims[2], options));
+  ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(fs, labels_path, 1));
+  if (images.dims[0] != labels.dims[0]) {
+    return absl::InvalidArgumentError(absl::StrCat(task.path, ": ", images.dims[0], " images but ",
+                                                   labels_path, " has ", labels.dims[0],
+                                                   " labels"));
+  }
+  return std::make_unique<IdxRecordReader>(task.path, std::move(images), std::move(labels));
+}
+
+Schema IdxImageSchema() {
+  Schema schema;
+  schema.columns = {{"image", ValueType::kFloat}, {"label", ValueType::kInt64}};
+  return schema;
+}
+
+absl::StatusOr<std::unique_ptr<IdxImageParser>> IdxImageParser::Create(int64_t pixels_per_image) {
+  if (pixels_per_image < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pixels per image must be >= 1, got ", pixels_per_image));
+  }
+  return std::unique_ptr<IdxImageParser>(new IdxImageParser(pixels_per_image));
+}
+
+absl::Status IdxImageParser::Parse(absl::string_view record, RawBatch* batch) const {
+  if (static_cast<int64_t>(record.size()) != 1 + pixels_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("IDX image record of ", record.size(), " bytes, expected 1 + ", pixels_));
+  }
+  RawColumn& image = batch->column(0);
+  for (size_t i = 1; i < record.size(); ++i) {
+    // The same scaling as ParseIdx (idx.cc), so both paths give identical floats.
+    image.AddFloat(static_cast<float>(static_cast<uint8_t>(record[i])) * (1.0f / 255.0f));
+  }
+  image.EndRow();
+  RawColumn& label = batch->column(1);
+  label.AddInt64(static_cast<uint8_t>(record[0]));
+  label.EndRow();
+  batch->EndRecord();
+  return absl::OkStatus();
+}
+
+}  // namespace shoal

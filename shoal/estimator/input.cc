@@ -1,0 +1,181 @@
+#include "shoal/estimator/input.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "shoal/base/status.h"
+#include "shoal/data/criteo_parser.h"
+#include "shoal/data/csv_parser.h"
+#include "shoal/data/example_parser.h"
+#include "shoal/data/idx_source.h"
+#include "shoal/data/libsvm_parser.h"
+#include "shoal/data/record_reader.h"
+#include "shoal/data/split_reader.h"
+#include "shoal/data/task_source.h"
+
+namespace shoal {
+namespace {
+
+// How one input is read: what InputSchema reports and FeatureInput runs.
+struct InputPlan {
+  std::shared_ptr<const RecordParser> parser;
+  RecordReaderOptions reader;  // for every format but fashion_mnist
+  bool idx = false;            // fashion_mnist: OpenIdxRecordReader with idx_options
+  IdxReaderOptions idx_options;
+};
+
+// The files the patterns match, in order; NOT_FOUND naming a pattern that matches none (as
+// StaticTaskSource, which expands them again, would).
+absl::StatusOr<std::vector<std::string>> ExpandFiles(FileSystems& fs,
+                                                     const std::vector<std::string>& patterns) {
+  if (patterns.empty()) return absl::InvalidArgumentError("no input files given");
+  std::vector<std::string> files;
+  for (const std::string& pattern : patterns) {
+    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(pattern));
+    ASSIGN_OR_RETURN(std::vector<std::string> matched, file_system->GetMatchingPaths(pattern),
+                     "expanding input pattern ", pattern);
+    if (matched.empty()) {
+      return absl::NotFoundError(absl::StrCat("input pattern '", pattern, "' matches no file"));
+    }
+    files.insert(files.end(), matched.begin(), matched.end());
+  }
+  return files;
+}
+
+// The schema of CSV/TSV files with a header: every file's line 1 must name the same columns, or
+// records of one file would be read with another's column order.
+absl::StatusOr<Schema> CsvHeaderSchema(FileSystems& fs, const std::vector<std::string>& files,
+                                       char delimiter, const Schema& declared) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> header,
+                   ReadCsvHeader(fs, files.front(), delimiter));
+  for (size_t i = 1; i < files.size(); ++i) {
+    ASSIGN_OR_RETURN(const std::vector<std::string> other, ReadCsvHeader(fs, files[i], delimiter));
+    if (other != header) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          files[i], ":1: header (", absl::StrJoin(other, ", "), ") differs from ", files.front(),
+          "'s (", absl::StrJoin(header, ", "), "); all files of an input share one header"));
+    }
+  }
+  return SchemaFromHeader(header, declared);
+}
+
+absl::StatusOr<InputPlan> PlanInput(FileSystems& fs, const InputConfig& input) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFiles(fs, input.files));
+  const std::string& format = input.format;
+  const bool declared = !input.schema.columns.empty();
+  if (declared && format != "csv" && format != "tsv" && format != "tfrecord") {
+    return absl::InvalidArgumentError(absl::StrCat("schema: only for format csv, tsv or tfrecord (",
+                                                   format, " has its own columns)"));
+  }
+  InputPlan plan;
+  if (format == "csv" || format == "tsv") {
+    CsvOptions csv;
+    csv.delimiter = format == "tsv" ? '\t' : ',';
+    csv.has_header = input.header;
+    if (input.header) {
+      ASSIGN_OR_RETURN(csv.schema, CsvHeaderSchema(fs, files, csv.delimiter, input.schema));
+    } else if (declared) {
+      csv.schema = input.schema;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(format, " without a header needs a schema (the columns of a line)"));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<CsvParser> parser, CsvParser::Create(std::move(csv)));
+    plan.reader.text = parser->ReaderOptions();
+    plan.parser = std::move(parser);
+  } else if (format == "criteo") {
+    ASSIGN_OR_RETURN(plan.parser, CriteoParser::Create());
+  } else if (format == "libsvm") {
+    plan.parser = std::make_shared<LibsvmParser>();
+  } else if (format == "tfrecord") {
+    if (!declared) {
+      return absl::InvalidArgumentError(
+          "tfrecord needs a schema (the tf.train.Example features to read, with their types)");
+    }
+    plan.reader.format = RecordFormat::kTFRecord;
+    ASSIGN_OR_RETURN(plan.parser, ExampleParser::Create(input.schema));
+  } else if (format == "fashion_mnist") {
+    // Every file must have the first one's image size (checked as each is opened).
+    ASSIGN_OR_RETURN(const IdxImagesShape shape, ReadIdxImagesShape(fs, files.front()));
+    plan.idx = true;
+    plan.idx_options.rows = shape.rows;
+    plan.idx_options.cols = shape.cols;
+    ASSIGN_OR_RETURN(plan.parser, IdxImageParser::Create(shape.pixels()));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown format '", format, "' (csv, tsv, criteo, libsvm, tfrecord or fashion_mnist)"));
+  }
+  return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<Schema> InputSchema(FileSystems& fs, const InputConfig& input) {
+  ASSIGN_OR_RETURN(const InputPlan plan, PlanInput(fs, input));
+  return plan.parser->schema();
+}
+
+FeatureInput::FeatureInput(std::string name, FeatureSet features,
+                           std::unique_ptr<Pipeline> pipeline)
+    : name_(std::move(name)), features_(std::move(features)), pipeline_(std::move(pipeline)) {}
+
+FeatureInput::~FeatureInput() = default;
+
+absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& fs,
+                                                                   const FeatureColumns& columns,
+                                                                   const InputConfig& input,
+                                                                   absl::string_view name,
+                                                                   const Options& options) {
+  const HoldoutOptions holdout = input.Holdout();
+  RETURN_IF_ERROR_CTX(ValidateHoldoutOptions(holdout), name);
+  ASSIGN_OR_RETURN(InputPlan plan, PlanInput(fs, input), name);
+  const Schema& schema = plan.parser->schema();
+
+  FeatureColumns used = columns;
+  if (options.require_label && used.label.source.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": features.label is not set; training and evaluation need a label"));
+  }
+  if (!options.require_label && schema.IndexOf(used.label.source) < 0) used.label.source.clear();
+  ASSIGN_OR_RETURN(FeatureSet features, FeatureSet::Create(used, schema, fs), name);
+
+  StaticTaskOptions tasks = input.TaskOptions();
+  if (options.num_epochs_override >= 0) tasks.num_epochs = options.num_epochs_override;
+  tasks.shard_num = options.shard_num;
+  tasks.shard_index = options.shard_index;
+  if (plan.idx) tasks.split_bytes = 0;  // IDX files are read whole
+  ASSIGN_OR_RETURN(std::unique_ptr<StaticTaskSource> source,
+                   StaticTaskSource::Create(fs, tasks, plan.reader.format), name);
+
+  // Called by the pipeline's parse threads: captures only immutable state (and `fs`, thread-safe).
+  ReaderFactory readers =
+      [&fs, plan, holdout](const DataTask& task) -> absl::StatusOr<std::unique_ptr<RecordReader>> {
+    std::unique_ptr<RecordReader> reader;
+    if (plan.idx) {
+      ASSIGN_OR_RETURN(reader, OpenIdxRecordReader(fs, task, plan.idx_options));
+    } else {
+      ASSIGN_OR_RETURN(reader, OpenRecordReader(fs, task, plan.reader));
+    }
+    if (holdout.fraction > 0) reader = std::make_unique<HoldoutFilter>(std::move(reader), holdout);
+    return reader;
+  };
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Pipeline> pipeline,
+      Pipeline::Create(input.pipeline, std::move(source), std::move(readers), plan.parser), name);
+  return std::unique_ptr<FeatureInput>(
+      new FeatureInput(std::string(name), std::move(features), std::move(pipeline)));
+}
+
+absl::Status FeatureInput::Next(FeatureBatch* batch) {
+  absl::Status status = pipeline_->Next(&raw_);
+  if (absl::IsOutOfRange(status)) return status;
+  RETURN_IF_ERROR_CTX(status, name_);
+  RETURN_IF_ERROR_CTX(features_.TransformInto(raw_, batch), name_);
+  return absl::OkStatus();
+}
+
+PipelineStats FeatureInput::Stats() const { return pipeline_->Stats(); }
+
+}  // namespace shoal
