@@ -1,0 +1,389 @@
+#include "shoal/ps/parameter_server.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "shoal/base/logging.h"
+#include "shoal/base/status.h"
+#include "shoal/checkpoint/checkpoint_reader.h"
+#include "shoal/checkpoint/shard_writer.h"
+
+namespace shoal {
+namespace {
+
+constexpr absl::string_view kPartInfix = "@part-";
+
+// True if `entry` is a part of `table` written by some shard: "<table>@part-K-of-N"; sets
+// *part_shard and *part_count.
+bool ParseTablePart(absl::string_view entry, absl::string_view table, int* part_shard,
+                    int* part_count) {
+  if (!absl::StartsWith(entry, table)) return false;
+  absl::string_view rest = entry.substr(table.size());
+  if (!absl::ConsumePrefix(&rest, kPartInfix)) return false;
+  const size_t of = rest.find("-of-");
+  if (of == absl::string_view::npos) return false;
+  return absl::SimpleAtoi(rest.substr(0, of), part_shard) &&
+         absl::SimpleAtoi(rest.substr(of + 4), part_count) && *part_shard >= 0 &&
+         *part_shard < *part_count;
+}
+
+std::string SlotNamesString(const std::vector<std::string>& names) {
+  return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
+}
+
+}  // namespace
+
+std::string TablePartEntryName(absl::string_view table, int shard, int num_shards) {
+  return absl::StrCat(table, kPartInfix, absl::Dec(shard, absl::kZeroPad5), "-of-",
+                      absl::Dec(num_shards, absl::kZeroPad5));
+}
+
+struct ParameterServer::DenseVar {
+  const DenseVariableSpec* spec = nullptr;  // into State::spec
+  const Optimizer* optimizer = nullptr;     // of its group, owned by State
+  mutable Mutex mu;
+  Tensor value ABSL_GUARDED_BY(mu);
+  std::vector<float> slots ABSL_GUARDED_BY(mu);  // [slot][value.size()]
+};
+
+struct ParameterServer::Table {
+  const TableSpec* spec = nullptr;
+  const Optimizer* optimizer = nullptr;
+  std::unique_ptr<HashEmbeddingTable> table;
+};
+
+struct ParameterServer::State {
+  ModelSpec spec;
+  absl::flat_hash_map<std::string, std::unique_ptr<Optimizer>> optimizers;  // by group
+  absl::flat_hash_map<std::string, int> dense_shard;  // every dense variable of the spec
+  std::vector<std::unique_ptr<DenseVar>> dense;       // the owned ones, in spec order
+  absl::flat_hash_map<std::string, DenseVar*> dense_by_name;
+  std::vector<Table> tables;  // spec order
+  absl::flat_hash_map<std::string, size_t> table_index;
+};
+
+ParameterServer::ParameterServer(FileSystems& fs, int shard, int num_shards)
+    : fs_(fs), shard_(shard), num_shards_(num_shards) {
+  CHECK_GE(num_shards, 1);
+  CHECK_GE(shard, 0);
+  CHECK_LT(shard, num_shards);
+}
+
+ParameterServer::~ParameterServer() = default;
+
+absl::Status ParameterServer::Uninitialized() const {
+  return absl::FailedPreconditionError(
+      absl::StrCat("parameter server shard ", shard_, " of ", num_shards_, " is not initialized"));
+}
+
+absl::StatusOr<std::unique_ptr<ParameterServer::State>> ParameterServer::BuildState(
+    const ModelSpec& spec) const {
+  RETURN_IF_ERROR(ValidateModelSpec(spec));
+  auto state = std::make_unique<State>();
+  state->spec = spec;
+  const ModelSpec& s = state->spec;  // the copy the state's pointers refer to
+  for (const OptimizerGroupSpec& g : s.groups) {
+    ASSIGN_OR_RETURN(state->optimizers[g.name], CreateOptimizer(g.options), "group '", g.name, "'");
+  }
+  const std::vector<int> placement = DensePlacement(s, num_shards_);
+  for (size_t i = 0; i < s.dense.size(); ++i) {
+    const DenseVariableSpec& v = s.dense[i];
+    state->dense_shard[v.name] = placement[i];
+    if (placement[i] != shard_) continue;
+    auto var = std::make_unique<DenseVar>();
+    var->spec = &v;
+    var->optimizer = state->optimizers.at(v.group).get();
+    MutexLock lock(&var->mu);
+    var->value = DenseInitialValue(s, v);
+    var->slots.resize(static_cast<size_t>(var->optimizer->num_slots() * var->value.size()));
+    var->optimizer->InitSlots(absl::MakeSpan(var->slots));
+    state->dense_by_name[v.name] = var.get();
+    state->dense.push_back(std::move(var));
+  }
+  for (const TableSpec& t : s.tables) {
+    Table table;
+    table.spec = &t;
+    table.optimizer = state->optimizers.at(t.group).get();
+    EmbeddingTableOptions options;
+    options.dim = t.dim;
+    options.seed = TableSeed(s, t.name);
+    options.initializer = t.initializer;
+    options.min_count = t.min_count;
+    ASSIGN_OR_RETURN(table.table, HashEmbeddingTable::Create(options, *table.optimizer), "table '",
+                     t.name, "'");
+    state->table_index[t.name] = state->tables.size();
+    state->tables.push_back(std::move(table));
+  }
+  return state;
+}
+
+absl::Status ParameterServer::Initialize(const ModelSpec& spec) {
+  auto same_or_error = [&](const State& state) {
+    if (state.spec == spec) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "parameter server shard ", shard_, " is already initialized with a different model spec"));
+  };
+  {
+    ReaderMutexLock lock(&mu_);
+    if (state_ != nullptr) return same_or_error(*state_);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<State> state, BuildState(spec));
+  MutexLock lock(&mu_);
+  if (state_ != nullptr) return same_or_error(*state_);  // initialized meanwhile
+  state_ = std::move(state);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ParameterServer::DenseVar*> ParameterServer::FindDense(
+    const State& state, const std::string& name) const {
+  auto it = state.dense_by_name.find(name);
+  if (it != state.dense_by_name.end()) return it->second;
+  auto owner = state.dense_shard.find(name);
+  if (owner == state.dense_shard.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown dense variable '", name, "'"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("dense variable '", name, "' is on shard ",
+                                                 owner->second, ", not shard ", shard_));
+}
+
+absl::StatusOr<ParameterServer::Table*> ParameterServer::FindTable(State& state,
+                                                                   absl::string_view name) const {
+  auto it = state.table_index.find(name);
+  if (it == state.table_index.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown embedding table '", name, "'"));
+  }
+  return &state.tables[it->second];
+}
+
+absl::Status ParameterServer::CheckOwned(absl::string_view table,
+                                         absl::Span<const uint64_t> ids) const {
+  if (num_shards_ == 1) return absl::OkStatus();
+  for (uint64_t id : ids) {
+    const int owner = RowShard(id, num_shards_);
+    if (owner != shard_) {
+      return absl::InvalidArgumentError(absl::StrCat("table '", table, "': id ", id,
+                                                     " belongs to shard ", owner, ", not shard ",
+                                                     shard_, " of ", num_shards_));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::PullDense(absl::Span<const std::string> names,
+                                        std::vector<Tensor>* values) {
+  ReaderMutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  std::vector<DenseVar*> vars;
+  vars.reserve(names.size());
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(DenseVar * var, FindDense(*state_, name), "PullDense");
+    vars.push_back(var);
+  }
+  values->resize(names.size());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    ReaderMutexLock var_lock(&vars[i]->mu);
+    (*values)[i] = vars[i]->value;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::PushDense(absl::Span<const std::string> names,
+                                        absl::Span<const Tensor> grads, int64_t step) {
+  if (names.size() != grads.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushDense: ", names.size(), " names but ", grads.size(), " gradients"));
+  }
+  if (step < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("PushDense: step must be >= 1, got ", step));
+  }
+  ReaderMutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  // Everything is checked before anything is applied.
+  std::vector<DenseVar*> vars;
+  vars.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    ASSIGN_OR_RETURN(DenseVar * var, FindDense(*state_, names[i]), "PushDense");
+    if (grads[i].shape() != var->spec->shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "PushDense: gradient of '", names[i], "' has shape ", ShapeToString(grads[i].shape()),
+          ", the variable ", ShapeToString(var->spec->shape)));
+    }
+    for (const DenseVar* earlier : vars) {
+      if (earlier == var) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("PushDense: variable '", names[i], "' is pushed twice"));
+      }
+    }
+    vars.push_back(var);
+  }
+  for (size_t i = 0; i < vars.size(); ++i) {
+    DenseVar& var = *vars[i];
+    MutexLock var_lock(&var.mu);
+    var.optimizer->Apply(var.value.span(), grads[i].span(), absl::MakeSpan(var.slots), step);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::Lookup(absl::string_view table, absl::Span<const uint64_t> ids,
+                                     LookupMode mode, int64_t step, absl::Span<float> out) {
+  if (step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Lookup: step must be >= 0, got ", step));
+  }
+  ReaderMutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  ASSIGN_OR_RETURN(Table * t, FindTable(*state_, table), "Lookup");
+  if (out.size() != ids.size() * static_cast<size_t>(t->spec->dim)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Lookup of table '", table, "': ", ids.size(), " ids of dim ", t->spec->dim,
+                     " need ", ids.size() * t->spec->dim, " floats, out has ", out.size()));
+  }
+  RETURN_IF_ERROR_CTX(CheckOwned(table, ids), "Lookup");
+  RETURN_IF_ERROR_CTX(t->table->Lookup(ids, out, mode, step), "Lookup of table '", table, "'");
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
+                                         absl::Span<const float> grads, int64_t step) {
+  if (step < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("PushSparse: step must be >= 1, got ", step));
+  }
+  ReaderMutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  ASSIGN_OR_RETURN(Table * t, FindTable(*state_, table), "PushSparse");
+  if (grads.size() != ids.size() * static_cast<size_t>(t->spec->dim)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PushSparse to table '", table, "': ", ids.size(), " ids of dim ", t->spec->dim, " need ",
+        ids.size() * t->spec->dim, " gradient floats, got ", grads.size()));
+  }
+  RETURN_IF_ERROR_CTX(CheckOwned(table, ids), "PushSparse");
+  // The table rejects repeated ids before changing anything.
+  RETURN_IF_ERROR_CTX(t->table->ApplyGradients(ids, grads, *t->optimizer, step),
+                      "PushSparse to table '", table, "'");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint_dir) {
+  ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(checkpoint_dir));
+  // Exclusive: no update runs while the shard is written, so the file is one consistent cut.
+  MutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
+                   ShardWriter::Create(*fs, checkpoint_dir, shard_, num_shards_));
+  for (const std::unique_ptr<DenseVar>& var : state_->dense) {
+    ReaderMutexLock var_lock(&var->mu);
+    const int num_slots = var->optimizer->num_slots();
+    const int64_t n = var->value.size();
+    std::vector<Tensor> slots;
+    slots.reserve(static_cast<size_t>(num_slots));
+    for (int k = 0; k < num_slots; ++k) {
+      Tensor slot(var->value.shape());
+      std::copy_n(var->slots.begin() + k * n, n, slot.data());
+      slots.push_back(std::move(slot));
+    }
+    RETURN_IF_ERROR(
+        writer->AddDense(var->spec->name, var->value, slots, var->optimizer->slot_names()));
+  }
+  for (const Table& t : state_->tables) {
+    RETURN_IF_ERROR(writer->AddTable(TablePartEntryName(t.spec->name, shard_, num_shards_),
+                                     *t.table, t.optimizer->slot_names()));
+  }
+  return writer->Finish();
+}
+
+absl::Status ParameterServer::ReadCheckpoint(absl::string_view dir, State* state) const {
+  ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader, CheckpointReader::Open(*fs, dir));
+  const std::vector<EntryInfo> entries = reader->ListEntries();
+  absl::flat_hash_map<absl::string_view, const EntryInfo*> by_name;
+  for (const EntryInfo& e : entries) by_name[e.name] = &e;
+
+  for (const std::unique_ptr<DenseVar>& var : state->dense) {
+    const std::string& name = var->spec->name;
+    auto it = by_name.find(name);
+    if (it == by_name.end())
+      continue;  // a variable the checkpoint predates keeps its initial value
+    const EntryInfo& e = *it->second;
+    const std::vector<std::string> slot_names = var->optimizer->slot_names();
+    if (e.kind != EntryKind::kDense) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint entry '", name, "' is a table, the spec has a dense variable"));
+    }
+    if (e.shape != var->spec->shape) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint entry '", name, "' has shape ",
+                                                     ShapeToString(e.shape), ", the spec ",
+                                                     ShapeToString(var->spec->shape)));
+    }
+    if (e.slot_names != slot_names) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint entry '", name, "' has optimizer slots ", SlotNamesString(e.slot_names),
+          ", the spec's optimizer ", SlotNamesString(slot_names)));
+    }
+    ASSIGN_OR_RETURN(DenseVariable saved, reader->ReadDense(name));
+    MutexLock var_lock(&var->mu);
+    var->value = std::move(saved.value);
+    const int64_t n = var->value.size();
+    for (size_t k = 0; k < saved.slots.size(); ++k) {
+      std::copy_n(saved.slots[k].data(), n, var->slots.begin() + static_cast<int64_t>(k) * n);
+    }
+  }
+
+  for (const Table& t : state->tables) {
+    const std::string& name = t.spec->name;
+    const std::vector<std::string> slot_names = t.optimizer->slot_names();
+    for (const EntryInfo& e : entries) {
+      int part_shard = 0, part_count = 0;
+      const bool is_part = ParseTablePart(e.name, name, &part_shard, &part_count);
+      if (!is_part && e.name != name) continue;
+      if (e.kind != EntryKind::kTable) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("checkpoint entry '", e.name,
+                         "' is a dense variable, the spec has table '", name, "'"));
+      }
+      if (e.dim != t.spec->dim) {
+        return absl::InvalidArgumentError(absl::StrCat("checkpoint entry '", e.name, "' has dim ",
+                                                       e.dim, ", table '", name, "' of the spec ",
+                                                       t.spec->dim));
+      }
+      if (e.slot_names != slot_names) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "checkpoint entry '", e.name, "' has optimizer slots ", SlotNamesString(e.slot_names),
+            ", the spec's optimizer ", SlotNamesString(slot_names)));
+      }
+      // A part written by a shard of this layout holds exactly that shard's rows.
+      if (is_part && part_count == num_shards_ && part_shard != shard_) continue;
+      RETURN_IF_ERROR(reader->ReadTableRows(e.name, [&](const EmbeddingRow& row) {
+        if (num_shards_ > 1 && RowShard(row.id, num_shards_) != shard_) return absl::OkStatus();
+        return t.table->ImportRow(row);
+      }));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) {
+  ASSIGN_OR_RETURN(std::unique_ptr<State> state, BuildState(spec));
+  RETURN_IF_ERROR_CTX(ReadCheckpoint(checkpoint_dir, state.get()), "restoring shard ", shard_,
+                      " of ", num_shards_, " from ", checkpoint_dir);
+  MutexLock lock(&mu_);
+  state_ = std::move(state);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TableStats>> ParameterServer::GetTableStats() {
+  ReaderMutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  std::vector<TableStats> stats;
+  stats.reserve(state_->tables.size());
+  for (const Table& t : state_->tables) {
+    stats.push_back({.name = t.spec->name,
+                     .rows = t.table->num_rows(),
+                     .memory_bytes = static_cast<int64_t>(t.table->MemoryBytes())});
+  }
+  return stats;
+}
+
+}  // namespace shoal

@@ -1,0 +1,99 @@
+// ParameterServer: one parameter-server shard, in process (the ParameterService of
+// rpc/parameter_service.h implemented by direct calls).
+//
+// Shard `shard` of `num_shards` holds the dense variables DensePlacement gives it (value + one
+// slot array per optimizer slot) and, for every table of the spec, a HashEmbeddingTable with the
+// rows RowShard gives it (every table exists on every shard). Each variable and table updates with
+// the optimizer of its group. A distributed PS process wraps the same object behind gRPC.
+//
+//   FileSystems& fss = DefaultFileSystems();
+//   ParameterServer ps0(fss, 0, 2), ps1(fss, 1, 2);
+//   ParameterClient client({&ps0, &ps1});          // worker/parameter_client.h
+//   RETURN_IF_ERROR(client.Initialize(spec));
+//
+// Checkpoints: Save writes shard file `shard` of `num_shards` (checkpoint/shard_writer.h). Dense
+// variables are entries named as the variable; this shard's part of table T is the entry
+// TablePartEntryName(T, shard, num_shards) ("T@part-KKKKK-of-NNNNN"), since entry names are unique
+// across a checkpoint. Restore reads every part of every table (and an entry named exactly T, as
+// a whole-table writer would save it) and keeps the rows it owns, so a checkpoint restores into
+// any number of shards; when the checkpoint has this shard's layout, only part `shard` is read.
+//
+// Thread safety: thread-safe. A reader/writer lock orders the whole shard: Pull/Push/Lookup and
+// GetTableStats hold it shared (any number at once; a dense variable has its own lock, tables lock
+// their stripes), Save holds it exclusively so the file is one consistent cut, and
+// Initialize/Restore take it exclusively only to swap in a fully built state (a failed Restore
+// leaves the earlier state). Errors: as ParameterService; messages name the shard, the table or
+// variable, and for ids the first offending one.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "shoal/base/mutex.h"
+#include "shoal/embedding/hash_table.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/optim/optimizer.h"
+#include "shoal/rpc/parameter_service.h"
+#include "shoal/tensor/tensor.h"
+
+namespace shoal {
+
+// The checkpoint entry holding shard `shard` of `num_shards`'s rows of `table`.
+std::string TablePartEntryName(absl::string_view table, int shard, int num_shards);
+
+class ParameterServer final : public ParameterService {
+ public:
+  // Shard `shard` of `num_shards` (0 <= shard < num_shards, CHECKed). Checkpoint paths are
+  // resolved through `fs`, which must outlive the server.
+  ParameterServer(FileSystems& fs, int shard, int num_shards);
+  ~ParameterServer() override;
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  int shard() const { return shard_; }
+  int num_shards() const { return num_shards_; }
+
+  [[nodiscard]] absl::Status Initialize(const ModelSpec& spec) override;
+  [[nodiscard]] absl::Status PullDense(absl::Span<const std::string> names,
+                                       std::vector<Tensor>* values) override;
+  [[nodiscard]] absl::Status PushDense(absl::Span<const std::string> names,
+                                       absl::Span<const Tensor> grads, int64_t step) override;
+  [[nodiscard]] absl::Status Lookup(absl::string_view table, absl::Span<const uint64_t> ids,
+                                    LookupMode mode, int64_t step, absl::Span<float> out) override;
+  [[nodiscard]] absl::Status PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
+                                        absl::Span<const float> grads, int64_t step) override;
+  [[nodiscard]] absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override;
+  [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
+                                     absl::string_view checkpoint_dir) override;
+  [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats() override;
+
+ private:
+  struct DenseVar;
+  struct Table;
+  struct State;
+
+  // A fresh state for `spec` (validated) with initial values.
+  absl::StatusOr<std::unique_ptr<State>> BuildState(const ModelSpec& spec) const;
+  // Reads what this shard owns of checkpoint `dir` into `state`.
+  absl::Status ReadCheckpoint(absl::string_view dir, State* state) const;
+  absl::StatusOr<DenseVar*> FindDense(const State& state, const std::string& name) const;
+  absl::StatusOr<Table*> FindTable(State& state, absl::string_view name) const;
+  absl::Status CheckOwned(absl::string_view table, absl::Span<const uint64_t> ids) const;
+  absl::Status Uninitialized() const;
+
+  FileSystems& fs_;
+  const int shard_;
+  const int num_shards_;
+  // Shared by requests, exclusive for Save and for swapping the state.
+  Mutex mu_;
+  std::unique_ptr<State> state_ ABSL_GUARDED_BY(mu_);  // null before Initialize/Restore
+};
+
+}  // namespace shoal

@@ -1,0 +1,280 @@
+#include "shoal/ps/parameter_server.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shoal/checkpoint/checkpoint_reader.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/ps/ps_test_util.h"
+
+namespace shoal {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ps_test;  // NOLINT(google-build-using-namespace): test helpers
+
+constexpr char kModelDir[] = "mem://model";
+
+class ParameterServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(RegisterBuiltinFileSystems(fs_).ok());
+    mem_ = fs_.For("mem://").value();
+    ASSERT_TRUE(mem_->RecursivelyCreateDir(kModelDir).ok());
+  }
+
+  // The row of `id` in `table` read from `ps` (kInference: nothing created).
+  std::vector<float> Row(ParameterServer& ps, absl::string_view table, uint64_t id, int64_t dim) {
+    std::vector<float> row(dim);
+    EXPECT_TRUE(ps.Lookup(table, {&id, 1}, LookupMode::kInference, 0, absl::MakeSpan(row)).ok());
+    return row;
+  }
+
+  FileSystems fs_;
+  FileSystem* mem_ = nullptr;
+  const ModelSpec spec_ = WideDeepSpec();
+};
+
+TEST_F(ParameterServerTest, CallsBeforeInitializeAreFailedPrecondition) {
+  ParameterServer ps(fs_, 0, 1);
+  std::vector<Tensor> values;
+  const std::string name = "dnn/hidden_0/bias";
+  EXPECT_EQ(ps.PullDense({&name, 1}, &values).code(), absl::StatusCode::kFailedPrecondition);
+  const uint64_t id = 1;
+  std::vector<float> row(8);
+  EXPECT_EQ(ps.Lookup("emb/C1", {&id, 1}, LookupMode::kTrain, 1, absl::MakeSpan(row)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ps.PushSparse("emb/C1", {&id, 1}, row, 1).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ps.Save("mem://model/x").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ps.GetTableStats().status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ParameterServerTest, InitializeIsIdempotentForAnEqualSpecOnly) {
+  ParameterServer ps(fs_, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec_).ok());
+  const std::string name = "dnn/hidden_0/bias";
+  const Tensor grad(Shape{4}, 1.0f);
+  ASSERT_TRUE(ps.PushDense({&name, 1}, {&grad, 1}, 1).ok());
+  std::vector<Tensor> before;
+  ASSERT_TRUE(ps.PullDense({&name, 1}, &before).ok());
+
+  EXPECT_TRUE(ps.Initialize(WideDeepSpec()).ok());  // equal: a no-op, values kept
+  std::vector<Tensor> after;
+  ASSERT_TRUE(ps.PullDense({&name, 1}, &after).ok());
+  EXPECT_TRUE(SameTensor(before[0], after[0]));
+
+  ModelSpec other = spec_;
+  other.groups[1].options.learning_rate = 0.5f;
+  absl::Status s = ps.Initialize(other);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  other = spec_;
+  other.seed = 7;
+  EXPECT_EQ(ps.Initialize(other).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ParameterServerTest, InitializeRejectsAnInvalidSpec) {
+  ParameterServer ps(fs_, 0, 1);
+  ModelSpec bad = spec_;
+  bad.tables[0].dim = 0;
+  EXPECT_EQ(ps.Initialize(bad).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ps.Initialize(spec_).ok());  // the failure left it uninitialised
+}
+
+TEST_F(ParameterServerTest, DenseInitialValuesFollowTheSpec) {
+  ParameterServer ps(fs_, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec_).ok());
+  std::vector<std::string> names;
+  for (const DenseVariableSpec& v : spec_.dense) names.push_back(v.name);
+  std::vector<Tensor> values;
+  ASSERT_TRUE(ps.PullDense(names, &values).ok());
+  ASSERT_EQ(values.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_TRUE(SameTensor(values[i], DenseInitialValue(spec_, spec_.dense[i]))) << names[i];
+  }
+  EXPECT_EQ(values[1].shape(), (Shape{4}));
+  EXPECT_EQ(values[1][0], 0.0f);  // zeros
+  EXPECT_EQ(values[4][0], 0.5f);  // constant
+  EXPECT_NE(values[0][0], 0.0f);  // glorot
+  float max_abs = 0;
+  for (int64_t i = 0; i < values[0].size(); ++i)
+    max_abs = std::max(max_abs, std::abs(values[0][i]));
+  EXPECT_LE(max_abs, std::sqrt(6.0f / 12.0f));  // glorot limit for [8, 4]
+}
+
+TEST_F(ParameterServerTest, PushDenseWithSgdMovesByMinusLearningRateTimesGradient) {
+  ParameterServer ps(fs_, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec_).ok());
+  const std::string name = "dnn/logits/kernel";  // group "plain": sgd, lr 0.5
+  std::vector<Tensor> before, after;
+  ASSERT_TRUE(ps.PullDense({&name, 1}, &before).ok());
+  const Tensor grad({4, 1}, {1.0f, -2.0f, 0.25f, 0.0f});
+  ASSERT_TRUE(ps.PushDense({&name, 1}, {&grad, 1}, 1).ok());
+  ASSERT_TRUE(ps.PullDense({&name, 1}, &after).ok());
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_FLOAT_EQ(after[0][i], before[0][i] - 0.5f * grad[i]) << i;
+  }
+}
+
+TEST_F(ParameterServerTest, PushSparseAppliesTheTableGroupOptimizer) {
+  ParameterServer ps(fs_, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec_).ok());
+  // Table "wide" trains with FTRL (group "wide"), "emb/C1" with Adagrad (group "deep").
+  for (const auto& [table, group] :
+       std::vector<std::pair<std::string, int>>{{"wide", 0}, {"emb/C1", 1}}) {
+    SCOPED_TRACE(table);
+    const int64_t dim = table == "wide" ? 1 : 8;
+    const std::vector<uint64_t> ids = SomeIds(5);
+    std::vector<float> initial(ids.size() * dim);
+    ASSERT_TRUE(ps.Lookup(table, ids, LookupMode::kTrain, 1, absl::MakeSpan(initial)).ok());
+    const std::vector<float> grads = SomeGrads(initial.size(), 1);
+    ASSERT_TRUE(ps.PushSparse(table, ids, grads, 1).ok());
+
+    auto opt = CreateOptimizer(spec_.groups[group].options).value();
+    std::vector<float> expected = initial;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::vector<float> slots(opt->num_slots() * dim);
+      opt->InitSlots(absl::MakeSpan(slots));
+      opt->Apply(absl::MakeSpan(expected).subspan(i * dim, dim),
+                 absl::MakeConstSpan(grads).subspan(i * dim, dim), absl::MakeSpan(slots), 1);
+    }
+    std::vector<float> got(expected.size());
+    ASSERT_TRUE(ps.Lookup(table, ids, LookupMode::kInference, 1, absl::MakeSpan(got)).ok());
+    EXPECT_EQ(got, expected);
+    EXPECT_NE(got, initial);
+  }
+}
+
+TEST_F(ParameterServerTest, RowsAreTheSameWhateverTheNumberOfShards) {
+  Shards one(fs_, 1), three(fs_, 3);
+  ASSERT_TRUE(one.Initialize(spec_).ok());
+  ASSERT_TRUE(three.Initialize(spec_).ok());
+  const std::vector<uint64_t> ids = SomeIds(200);
+  for (const TableSpec& t : spec_.tables) {
+    auto a = one.Lookup(t.name, ids, LookupMode::kTrain, 1);
+    auto b = three.Lookup(t.name, ids, LookupMode::kTrain, 1);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(*a, *b) << t.name;
+  }
+  EXPECT_EQ(one.PullAll().size(), spec_.dense.size());
+  std::map<std::string, Tensor> a = one.PullAll(), b = three.PullAll();
+  ASSERT_EQ(b.size(), a.size());
+  for (const auto& [name, value] : a) EXPECT_TRUE(SameTensor(value, b[name])) << name;
+}
+
+TEST_F(ParameterServerTest, TablesDifferAndFollowTheirInitializers) {
+  ParameterServer ps(fs_, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec_).ok());
+  const std::vector<float> wide = Row(ps, "wide", 12345, 1);
+  EXPECT_EQ(wide[0], 0.0f);  // zeros; kInference of an absent row reads zeros anyway
+  std::vector<float> c1(8), c2(4);
+  const uint64_t id = 12345;
+  ASSERT_TRUE(ps.Lookup("emb/C1", {&id, 1}, LookupMode::kTrain, 1, absl::MakeSpan(c1)).ok());
+  ASSERT_TRUE(ps.Lookup("emb/C2", {&id, 1}, LookupMode::kTrain, 1, absl::MakeSpan(c2)).ok());
+  for (float v : c1) EXPECT_LE(std::abs(v), 2.0f / std::sqrt(8.0f));  // truncated normal
+  for (float v : c2) EXPECT_TRUE(v >= -0.05f && v < 0.05f) << v;      // uniform
+  EXPECT_NE(c1[0], c2[0]);
+  EXPECT_NE(TableSeed(spec_, "emb/C1"), TableSeed(spec_, "emb/C2"));
+}
+
+TEST_F(ParameterServerTest, BadRequestsAreInvalidArgumentAndChangeNothing) {
+  Shards shards(fs_, 2);
+  ASSERT_TRUE(shards.Initialize(spec_).ok());
+  ParameterServer& ps = shards[0];
+  const std::vector<int> placement = DensePlacement(spec_, 2);
+  std::string mine, theirs;
+  for (size_t i = 0; i < spec_.dense.size(); ++i) {
+    (placement[i] == 0 ? mine : theirs) = spec_.dense[i].name;
+  }
+  ASSERT_FALSE(mine.empty());
+  ASSERT_FALSE(theirs.empty());
+  std::vector<uint64_t> own, foreign;
+  for (uint64_t id : SomeIds(50)) (RowShard(id, 2) == 0 ? own : foreign).push_back(id);
+  ASSERT_GE(own.size(), 3u);
+  ASSERT_FALSE(foreign.empty());
+  // Create the owned rows, then remember everything.
+  ASSERT_TRUE(shards.Lookup("emb/C1", own, LookupMode::kTrain, 1).ok());
+  const std::map<std::string, Tensor> dense_before = shards.PullAll();
+  const std::vector<float> rows_before =
+      shards.Lookup("emb/C1", own, LookupMode::kInference, 1).value();
+
+  auto expect_invalid = [](const absl::Status& s, absl::string_view needle) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(std::string(needle)));
+  };
+  std::vector<Tensor> values;
+  const std::string unknown = "no/such";
+  expect_invalid(ps.PullDense({&unknown, 1}, &values), "no/such");
+  expect_invalid(ps.PullDense({&theirs, 1}, &values), theirs);
+
+  const Shape mine_shape = dense_before.at(mine).shape();
+  const Tensor good(mine_shape, 1.0f);
+  const Tensor wrong(Shape{NumElements(mine_shape) + 1}, 1.0f);
+  // A good gradient followed by a bad one: nothing is applied.
+  const std::vector<std::string> two = {mine, unknown};
+  const std::vector<Tensor> two_grads = {good, good};
+  expect_invalid(ps.PushDense(two, two_grads, 1), "no/such");
+  expect_invalid(ps.PushDense({&mine, 1}, {&wrong, 1}, 1), "shape");
+  expect_invalid(ps.PushDense({&theirs, 1}, {&good, 1}, 1), theirs);
+  expect_invalid(ps.PushDense({&mine, 1}, {&good, 1}, 0), "step");
+  const std::vector<std::string> twice = {mine, mine};
+  expect_invalid(ps.PushDense(twice, {good, good}, 1), "twice");
+  expect_invalid(ps.PushDense(twice, {&good, 1}, 1), "gradients");
+
+  std::vector<float> out(own.size() * 8);
+  expect_invalid(ps.Lookup("emb/none", own, LookupMode::kTrain, 1, absl::MakeSpan(out)),
+                 "emb/none");
+  expect_invalid(ps.Lookup("emb/C1", own, LookupMode::kTrain, 1, absl::MakeSpan(out).subspan(1)),
+                 "floats");
+  expect_invalid(ps.Lookup("emb/C1", own, LookupMode::kTrain, -1, absl::MakeSpan(out)), "step");
+  std::vector<uint64_t> mixed = own;
+  mixed.push_back(foreign[0]);
+  out.resize(mixed.size() * 8);
+  expect_invalid(ps.Lookup("emb/C1", mixed, LookupMode::kTrain, 1, absl::MakeSpan(out)),
+                 absl::StrCat(foreign[0]));
+
+  const std::vector<float> grads(own.size() * 8, 1.0f);
+  expect_invalid(ps.PushSparse("emb/none", own, grads, 1), "emb/none");
+  expect_invalid(ps.PushSparse("emb/C1", own, absl::MakeConstSpan(grads).subspan(1), 1),
+                 "gradient floats");
+  expect_invalid(ps.PushSparse("emb/C1", own, grads, 0), "step");
+  const std::vector<float> mixed_grads(mixed.size() * 8, 1.0f);
+  expect_invalid(ps.PushSparse("emb/C1", mixed, mixed_grads, 1), absl::StrCat(foreign[0]));
+  std::vector<uint64_t> repeated = own;
+  repeated[1] = repeated[0];
+  expect_invalid(ps.PushSparse("emb/C1", repeated, grads, 1), "emb/C1");
+
+  // Nothing changed: dense values, rows, and no row was created by the rejected lookups.
+  const std::map<std::string, Tensor> dense_after = shards.PullAll();
+  for (const auto& [name, value] : dense_before) {
+    EXPECT_TRUE(SameTensor(value, dense_after.at(name))) << name;
+  }
+  EXPECT_EQ(shards.Lookup("emb/C1", own, LookupMode::kInference, 1).value(), rows_before);
+  EXPECT_EQ(ps.GetTableStats().value()[1].rows, static_cast<int64_t>(own.size()));
+}
+
+TEST_F(ParameterServerTest, TableStatsCountRowsPerTableInSpecOrder) {
+  ParameterServer ps(fs_, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec_).ok());
+  std::vector<float> out(30 * 8);
+  ASSERT_TRUE(ps.Lookup("emb/C1", SomeIds(30), LookupMode::kTrain, 1, absl::MakeSpan(out)).ok());
+  auto stats = ps.GetTableStats();
+  ASSERT_TRUE(stats.ok());
+  ASSERT_EQ(stats->size(), 3u);
+  EXPECT_EQ((*stats)[0].name, "wide");
+  EXPECT_EQ((*stats)[1].name, "emb/C1");
+  EXPECT_EQ((*stats)[1].rows, 30);
+  EXPECT_EQ((*stats)[2].rows, 0);
+  EXPECT_GT((*stats)[1].memory_bytes, 0);
+}
+
+TEST(TablePartEntryNameTest, NamesShardAndCount) {
+  EXPECT_EQ(TablePartEntryName("emb/C1", 2, 3), "emb/C1@part-00002-of-00003");
+}
+
+}  // namespace
+}  // namespace shoal

@@ -1,0 +1,165 @@
+// ParameterService: the contract between a worker and one parameter-server shard.
+//
+// A model's parameters are described once by a ModelSpec (dense variables and embedding tables,
+// each in an optimizer group). Every shard is given the whole spec and keeps the part it owns by
+// the placement rules below, which are pure functions of (spec, name or id, number of shards): a
+// worker, a PS and a restoring PS all compute the same owner without talking to each other.
+//
+//   dense variable: DensePlacement(spec, num_shards)[i] -- greedy by bytes, in spec order
+//   embedding row:  RowShard(id, num_shards) = Mix64(id ^ kPlacementSalt) % num_shards
+//
+// Initial values derive from (spec.seed, variable name) and (table seed, id) only, never from the
+// shard, so a run is reproducible whatever the number of PS and a checkpoint restores into any
+// number of PS (each shard reads every file and keeps what it owns).
+//
+// Implementations: ps::ParameterServer (in-process: direct calls, for single-process training and
+// tests) and, in the distributed runtime, a gRPC stub with the same interface. Callers never know
+// which one they hold. Every request is validated before anything is applied: unknown names,
+// ids not owned by the shard, sizes or dims that disagree are INVALID_ARGUMENT; a call before
+// Initialize (or Restore) is FAILED_PRECONDITION.
+//
+// Thread safety: implementations are thread-safe; any number of workers call concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "shoal/checkpoint/manifest.h"
+#include "shoal/embedding/hash_table.h"
+#include "shoal/embedding/row_initializer.h"
+#include "shoal/optim/optimizer.h"
+#include "shoal/tensor/tensor.h"
+
+namespace shoal {
+
+// How a dense variable's initial value is drawn (from spec.seed and the variable's name).
+struct DenseInitializer {
+  enum class Kind {
+    kZeros,
+    kConstant,         // every element = value
+    kGlorotUniform,    // TF's default for dense kernels; shape [fan_in, fan_out]
+    kTruncatedNormal,  // stddev
+  };
+  Kind kind = Kind::kZeros;
+  float value = 0.0f;
+  float stddev = 0.05f;
+  bool operator==(const DenseInitializer&) const = default;
+};
+
+// An optimizer group: the variables and tables that train with one optimizer (TF's wide & deep
+// trains "wide" with FTRL and "deep" with Adagrad).
+struct OptimizerGroupSpec {
+  std::string name;
+  OptimizerOptions options;
+  bool operator==(const OptimizerGroupSpec& o) const;
+};
+
+struct DenseVariableSpec {
+  std::string name;  // unique among variables and tables, e.g. "dnn/hidden_0/kernel"
+  Shape shape;
+  DenseInitializer initializer;
+  std::string group;  // an OptimizerGroupSpec name
+  bool operator==(const DenseVariableSpec&) const = default;
+};
+
+struct TableSpec {
+  std::string name;  // unique, e.g. "emb/C1" or "wide"
+  int64_t dim = 0;   // >= 1
+  RowInitializerOptions initializer;
+  int64_t min_count = 1;  // admission (EmbeddingTableOptions::min_count)
+  std::string group;      // an OptimizerGroupSpec name
+  bool operator==(const TableSpec& o) const;
+};
+
+struct ModelSpec {
+  uint64_t seed = 0;  // dense variables: seed of their initializer; tables: mixed with the name
+  std::vector<OptimizerGroupSpec> groups;
+  std::vector<DenseVariableSpec> dense;
+  std::vector<TableSpec> tables;
+  bool operator==(const ModelSpec&) const = default;
+};
+
+// INVALID_ARGUMENT naming the field: empty or repeated names, unknown groups, bad shapes or dims,
+// optimizer options CreateOptimizer rejects.
+[[nodiscard]] absl::Status ValidateModelSpec(const ModelSpec& spec);
+
+// A hash of `name`'s bytes that is the same in every build and on every machine (64-bit FNV-1a;
+// absl::Hash is salted per process, so it must not decide anything that is saved or shared).
+uint64_t StableNameHash(absl::string_view name);
+
+// The table seed a shard uses for `table` (so rows of equal ids differ between tables):
+// Mix64(spec.seed ^ StableNameHash(table)).
+uint64_t TableSeed(const ModelSpec& spec, absl::string_view table);
+
+// The initial value of dense variable `var` of `spec`: drawn with seed spec.seed and key
+// StableNameHash(var.name), so it is the same on whichever shard holds it. `var` must be valid
+// (ValidateModelSpec).
+Tensor DenseInitialValue(const ModelSpec& spec, const DenseVariableSpec& var);
+
+// Salt of the row placement hash; differs from the table's internal stripe hash so that the ids
+// one PS receives still spread over its lock stripes.
+inline constexpr uint64_t kPlacementSalt = 0x5ca1ab1e0ddba11ULL;
+
+// The shard owning embedding row `id` among `num_shards` >= 1.
+int RowShard(uint64_t id, int num_shards);
+
+// The shard of each spec.dense[i], balancing bytes: variables in spec order go to the shard with
+// the fewest bytes so far (lowest index on ties).
+std::vector<int> DensePlacement(const ModelSpec& spec, int num_shards);
+
+// Per-table figures for logs and TensorBoard.
+struct TableStats {
+  std::string name;
+  int64_t rows = 0;
+  int64_t memory_bytes = 0;
+};
+
+class ParameterService {
+ public:
+  virtual ~ParameterService() = default;
+
+  // Creates this shard's part of `spec`. Idempotent for an equal spec; FAILED_PRECONDITION for a
+  // different one once initialised. Values are the spec's initial values.
+  [[nodiscard]] virtual absl::Status Initialize(const ModelSpec& spec) = 0;
+
+  // Current values of the named dense variables, which this shard must own; `values` is resized
+  // to names.size().
+  [[nodiscard]] virtual absl::Status PullDense(absl::Span<const std::string> names,
+                                               std::vector<Tensor>* values) = 0;
+  // Applies each variable's group optimizer to it with grads[i] (same shape as the variable);
+  // `step` >= 1 is the 1-based global step of the update.
+  [[nodiscard]] virtual absl::Status PushDense(absl::Span<const std::string> names,
+                                               absl::Span<const Tensor> grads, int64_t step) = 0;
+
+  // Rows of `ids` (owned by this shard; repeats allowed) into out (ids.size() x dim). kTrain
+  // creates (or counts, for admission) rows; kInference reads unknown ids as zeros. step >= 0.
+  [[nodiscard]] virtual absl::Status Lookup(absl::string_view table, absl::Span<const uint64_t> ids,
+                                            LookupMode mode, int64_t step,
+                                            absl::Span<float> out) = 0;
+  // Applies the table's group optimizer to the rows of `ids` (unique, owned by this shard);
+  // grads is ids.size() x dim.
+  [[nodiscard]] virtual absl::Status PushSparse(absl::string_view table,
+                                                absl::Span<const uint64_t> ids,
+                                                absl::Span<const float> grads, int64_t step) = 0;
+
+  // Writes this shard's variables and tables (values and optimizer slots) as shard file
+  // `shard` of `num_shards` into `checkpoint_dir` (checkpoint/shard_writer.h). Updates wait while
+  // it runs, so the file is a consistent cut. The caller commits the checkpoint.
+  [[nodiscard]] virtual absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) = 0;
+  // Replaces this shard's state by checkpoint `checkpoint_dir` (written with any number of
+  // shards): initialises from `spec` (as Initialize, but replacing any earlier state), then reads
+  // every dense variable and table row this shard owns. A variable or table missing from the
+  // checkpoint keeps its initial value (a model that grew); an entry whose shape or dim differs
+  // is INVALID_ARGUMENT; corrupt data is DATA_LOSS.
+  [[nodiscard]] virtual absl::Status Restore(const ModelSpec& spec,
+                                             absl::string_view checkpoint_dir) = 0;
+
+  [[nodiscard]] virtual absl::StatusOr<std::vector<TableStats>> GetTableStats() = 0;
+};
+
+}  // namespace shoal

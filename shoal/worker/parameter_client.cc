@@ -1,0 +1,266 @@
+#include "shoal/worker/parameter_client.h"
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "shoal/base/logging.h"
+#include "shoal/base/status.h"
+#include "shoal/checkpoint/checkpoint.h"
+
+namespace shoal {
+namespace {
+
+// Runs fn(k) for every shard k, on one thread per shard when there are several (a remote shard
+// spends its time waiting), and returns the first error by shard order, annotated with the shard.
+template <typename Fn>
+absl::Status ForEachShard(int num_shards, const char* what, Fn fn) {
+  std::vector<absl::Status> results(static_cast<size_t>(num_shards));
+  if (num_shards == 1) {
+    results[0] = fn(0);
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(results.size());
+    for (int k = 0; k < num_shards; ++k) {
+      threads.emplace_back([&results, &fn, k] { results[k] = fn(k); });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  for (int k = 0; k < num_shards; ++k) {
+    RETURN_IF_ERROR_CTX(results[k], what, " shard ", k, " of ", num_shards);
+  }
+  return absl::OkStatus();
+}
+
+// True if `ids` has a repeated id: a linear scan when ids are sorted (the usual case), else a set.
+bool HasRepeats(absl::Span<const uint64_t> ids) {
+  bool sorted = true;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i - 1] >= ids[i]) {
+      if (ids[i - 1] == ids[i]) return true;
+      sorted = false;
+    }
+  }
+  if (sorted) return false;
+  absl::flat_hash_set<uint64_t> seen;
+  seen.reserve(ids.size());
+  for (uint64_t id : ids) {
+    if (!seen.insert(id).second) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ParameterClient::ParameterClient(std::vector<ParameterService*> shards)
+    : shards_(std::move(shards)) {
+  CHECK(!shards_.empty());
+  for (ParameterService* s : shards_) CHECK(s != nullptr);
+}
+
+absl::Status ParameterClient::Initialize(const ModelSpec& spec) {
+  RETURN_IF_ERROR(ValidateModelSpec(spec));
+  for (int k = 0; k < num_shards(); ++k) {
+    RETURN_IF_ERROR_CTX(shards_[k]->Initialize(spec), "initializing shard ", k, " of ",
+                        num_shards());
+  }
+  spec_ = spec;
+  dense_shard_ = DensePlacement(spec_, num_shards());
+  dims_.clear();
+  for (const TableSpec& t : spec_.tables) dims_[t.name] = t.dim;
+  initialized_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status ParameterClient::Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) {
+  RETURN_IF_ERROR(ValidateModelSpec(spec));
+  // Until every shard has restored, the shards may hold different checkpoints: not usable.
+  initialized_ = false;
+  RETURN_IF_ERROR(ForEachShard(num_shards(), "restoring",
+                               [&](int k) { return shards_[k]->Restore(spec, checkpoint_dir); }));
+  spec_ = spec;
+  dense_shard_ = DensePlacement(spec_, num_shards());
+  dims_.clear();
+  for (const TableSpec& t : spec_.tables) dims_[t.name] = t.dim;
+  initialized_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status ParameterClient::PullDense(std::vector<Tensor>* values) {
+  if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
+  const size_t n = spec_.dense.size();
+  values->resize(n);
+  if (n == 0) return absl::OkStatus();
+  std::vector<std::vector<std::string>> names(shards_.size());
+  std::vector<std::vector<size_t>> where(shards_.size());
+  for (size_t i = 0; i < n; ++i) {
+    names[dense_shard_[i]].push_back(spec_.dense[i].name);
+    where[dense_shard_[i]].push_back(i);
+  }
+  std::vector<Tensor> pulled;
+  for (int k = 0; k < num_shards(); ++k) {
+    if (names[k].empty()) continue;
+    RETURN_IF_ERROR_CTX(shards_[k]->PullDense(names[k], &pulled), "PullDense from shard ", k,
+                        " of ", num_shards());
+    if (pulled.size() != names[k].size()) {
+      return absl::InternalError(absl::StrCat("PullDense: shard ", k, " returned ", pulled.size(),
+                                              " values for ", names[k].size(), " variables"));
+    }
+    for (size_t j = 0; j < pulled.size(); ++j) (*values)[where[k][j]] = std::move(pulled[j]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterClient::PushDense(absl::Span<const Tensor> grads, int64_t step) {
+  if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
+  if (grads.size() != spec_.dense.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("PushDense: ", grads.size(), " gradients for ",
+                                                   spec_.dense.size(), " dense variables"));
+  }
+  if (step < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("PushDense: step must be >= 1, got ", step));
+  }
+  // Shapes are checked here too, so that no shard applies anything when one gradient is bad.
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].size() != 0 && grads[i].shape() != spec_.dense[i].shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "PushDense: gradient of '", spec_.dense[i].name, "' has shape ",
+          ShapeToString(grads[i].shape()), ", the variable ", ShapeToString(spec_.dense[i].shape)));
+    }
+  }
+  std::vector<std::vector<std::string>> names(shards_.size());
+  std::vector<std::vector<Tensor>> per_shard(shards_.size());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].size() == 0) continue;
+    names[dense_shard_[i]].push_back(spec_.dense[i].name);
+  }
+  // One shard holding every pushed variable takes `grads` as they are; otherwise each shard gets
+  // a copy of its gradients (the interface takes a contiguous span).
+  if (num_shards() == 1 && names[0].size() == grads.size()) {
+    return AnnotateCat(shards_[0]->PushDense(names[0], grads, step), "PushDense to shard 0 of 1");
+  }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].size() != 0) per_shard[dense_shard_[i]].push_back(grads[i]);
+  }
+  for (int k = 0; k < num_shards(); ++k) {
+    if (names[k].empty()) continue;
+    RETURN_IF_ERROR_CTX(shards_[k]->PushDense(names[k], per_shard[k], step), "PushDense to shard ",
+                        k, " of ", num_shards());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ParameterClient::TableDim(absl::string_view table) const {
+  auto it = dims_.find(table);
+  if (it == dims_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown embedding table '", table, "'"));
+  }
+  return it->second;
+}
+
+absl::Status ParameterClient::Lookup(absl::string_view table, absl::Span<const uint64_t> ids,
+                                     LookupMode mode, int64_t step, absl::Span<float> out) {
+  if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
+  ASSIGN_OR_RETURN(const int64_t dim, TableDim(table), "Lookup");
+  const size_t d = static_cast<size_t>(dim);
+  if (out.size() != ids.size() * d) {
+    return absl::InvalidArgumentError(absl::StrCat("Lookup of table '", table, "': ", ids.size(),
+                                                   " ids of dim ", dim, " need ", ids.size() * d,
+                                                   " floats, out has ", out.size()));
+  }
+  if (num_shards() == 1) {
+    return AnnotateCat(shards_[0]->Lookup(table, ids, mode, step, out), "Lookup from shard 0 of 1");
+  }
+  std::vector<std::vector<uint64_t>> shard_ids(shards_.size());
+  std::vector<std::vector<size_t>> where(shards_.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int k = RowShard(ids[i], num_shards());
+    shard_ids[k].push_back(ids[i]);
+    where[k].push_back(i);
+  }
+  std::vector<float> rows;
+  for (int k = 0; k < num_shards(); ++k) {
+    if (shard_ids[k].empty()) continue;
+    rows.resize(shard_ids[k].size() * d);
+    RETURN_IF_ERROR_CTX(shards_[k]->Lookup(table, shard_ids[k], mode, step, absl::MakeSpan(rows)),
+                        "Lookup from shard ", k, " of ", num_shards());
+    for (size_t j = 0; j < where[k].size(); ++j) {
+      std::copy_n(rows.begin() + j * d, d, out.begin() + where[k][j] * d);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterClient::PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
+                                         absl::Span<const float> grads, int64_t step) {
+  if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
+  ASSIGN_OR_RETURN(const int64_t dim, TableDim(table), "PushSparse");
+  const size_t d = static_cast<size_t>(dim);
+  if (grads.size() != ids.size() * d) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushSparse to table '", table, "': ", ids.size(), " ids of dim ", dim,
+                     " need ", ids.size() * d, " gradient floats, got ", grads.size()));
+  }
+  if (step < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("PushSparse: step must be >= 1, got ", step));
+  }
+  if (num_shards() == 1) {
+    return AnnotateCat(shards_[0]->PushSparse(table, ids, grads, step),
+                       "PushSparse to shard 0 of 1");
+  }
+  // Checked here so that no shard applies anything when the batch is bad.
+  if (HasRepeats(ids)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushSparse to table '", table, "': ids are not unique"));
+  }
+  std::vector<std::vector<uint64_t>> shard_ids(shards_.size());
+  std::vector<std::vector<float>> shard_grads(shards_.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int k = RowShard(ids[i], num_shards());
+    shard_ids[k].push_back(ids[i]);
+    shard_grads[k].insert(shard_grads[k].end(), grads.begin() + i * d, grads.begin() + (i + 1) * d);
+  }
+  for (int k = 0; k < num_shards(); ++k) {
+    if (shard_ids[k].empty()) continue;
+    RETURN_IF_ERROR_CTX(shards_[k]->PushSparse(table, shard_ids[k], shard_grads[k], step),
+                        "PushSparse to shard ", k, " of ", num_shards());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ParameterClient::Save(FileSystem& fs, absl::string_view model_dir,
+                                                  int64_t step, absl::string_view extra_json) {
+  if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
+  ASSIGN_OR_RETURN(std::string dir, PrepareCheckpointDir(fs, model_dir, step));
+  std::vector<ShardFileInfo> infos(shards_.size());
+  RETURN_IF_ERROR(ForEachShard(num_shards(), "saving", [&](int k) -> absl::Status {
+    ASSIGN_OR_RETURN(infos[k], shards_[k]->Save(dir));
+    return absl::OkStatus();
+  }));
+  return CommitCheckpoint(fs, model_dir, step, infos, extra_json);
+}
+
+absl::StatusOr<std::vector<TableStats>> ParameterClient::GetTableStats() {
+  if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
+  std::vector<TableStats> total(spec_.tables.size());
+  absl::flat_hash_map<absl::string_view, size_t> index;
+  for (size_t i = 0; i < spec_.tables.size(); ++i) {
+    total[i].name = spec_.tables[i].name;
+    index[total[i].name] = i;
+  }
+  for (int k = 0; k < num_shards(); ++k) {
+    ASSIGN_OR_RETURN(std::vector<TableStats> stats, shards_[k]->GetTableStats(), "shard ", k,
+                     " of ", num_shards());
+    for (const TableStats& s : stats) {
+      auto it = index.find(s.name);
+      if (it == index.end()) continue;  // a table outside the spec: not ours to report
+      total[it->second].rows += s.rows;
+      total[it->second].memory_bytes += s.memory_bytes;
+    }
+  }
+  return total;
+}
+
+}  // namespace shoal

@@ -1,0 +1,86 @@
+// ParameterClient: a worker's view of all parameter-server shards as one model.
+//
+// It routes every call by the placement rules of rpc/parameter_service.h: dense variables to
+// their owner (DensePlacement), embedding ids to RowShard(id); one request per shard that owns
+// something, results put back in the caller's order. The shards may be in-process
+// ps::ParameterServer objects (single-process training, tests) or remote stubs; the client does
+// not know which.
+//
+//   ParameterClient client({&ps0, &ps1});
+//   RETURN_IF_ERROR(client.Initialize(spec));
+//   RETURN_IF_ERROR(client.PullDense(&values));            // spec.dense order
+//   RETURN_IF_ERROR(client.Lookup("emb/C1", ids, LookupMode::kTrain, step, rows));
+//   ... forward, backward ...
+//   RETURN_IF_ERROR(client.PushSparse("emb/C1", ids, row_grads, step));
+//   RETURN_IF_ERROR(client.PushDense(grads, step));
+//   ASSIGN_OR_RETURN(std::string ckpt, client.Save(fs, model_dir, step, extra_json));
+//
+// Errors: a shard's error is returned with the shard index added as context; INVALID_ARGUMENT
+// for calls that do not match the spec (unknown table, wrong sizes), FAILED_PRECONDITION before
+// Initialize/Restore.
+//
+// Thread safety: after Initialize/Restore, Pull/Push/Lookup may be called from many threads; Save,
+// Initialize and Restore must not overlap with each other.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "shoal/io/file_system.h"
+#include "shoal/rpc/parameter_service.h"
+#include "shoal/tensor/tensor.h"
+
+namespace shoal {
+
+class ParameterClient {
+ public:
+  // `shards[k]` is shard k of shards.size() (>= 1); not owned, must outlive the client.
+  explicit ParameterClient(std::vector<ParameterService*> shards);
+
+  int num_shards() const { return static_cast<int>(shards_.size()); }
+  const ModelSpec& spec() const { return spec_; }
+
+  // Validates `spec` (ValidateModelSpec) and initialises every shard with it.
+  [[nodiscard]] absl::Status Initialize(const ModelSpec& spec);
+  // Restores every shard from `checkpoint_dir` (any number of shards wrote it) with `spec`.
+  [[nodiscard]] absl::Status Restore(const ModelSpec& spec, absl::string_view checkpoint_dir);
+
+  // All dense variables, in spec.dense order (values resized to spec.dense.size()).
+  [[nodiscard]] absl::Status PullDense(std::vector<Tensor>* values);
+  // grads[i] is the gradient of spec.dense[i]; an empty tensor (size 0) skips that variable.
+  [[nodiscard]] absl::Status PushDense(absl::Span<const Tensor> grads, int64_t step);
+
+  // Rows of `ids` (any order, repeats allowed) into out (ids.size() x dim of the table).
+  [[nodiscard]] absl::Status Lookup(absl::string_view table, absl::Span<const uint64_t> ids,
+                                    LookupMode mode, int64_t step, absl::Span<float> out);
+  // `ids` unique; grads ids.size() x dim.
+  [[nodiscard]] absl::Status PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
+                                        absl::Span<const float> grads, int64_t step);
+
+  // Writes checkpoint `step` of `model_dir`: PrepareCheckpointDir, every shard's Save (in
+  // parallel), CommitCheckpoint with `extra_json`. Returns the checkpoint directory. `fs` is the
+  // file system of model_dir (the shards write through their own).
+  [[nodiscard]] absl::StatusOr<std::string> Save(FileSystem& fs, absl::string_view model_dir,
+                                                 int64_t step, absl::string_view extra_json);
+
+  // Per table, summed over shards, in spec.tables order.
+  [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats();
+
+  // dim of `table`; INVALID_ARGUMENT when unknown.
+  [[nodiscard]] absl::StatusOr<int64_t> TableDim(absl::string_view table) const;
+
+ private:
+  std::vector<ParameterService*> shards_;
+  ModelSpec spec_;
+  bool initialized_ = false;
+  std::vector<int> dense_shard_;                    // per spec.dense
+  absl::flat_hash_map<std::string, int64_t> dims_;  // table -> dim
+};
+
+}  // namespace shoal

@@ -1,0 +1,396 @@
+// ParameterClient over fake shards: routing, ordering, validation and the save protocol. The
+// fake keeps its model in maps and updates by plain SGD (lr 1); like ps::ParameterServer it
+// refuses ids and variables it does not own, so misrouting fails loudly. (worker/ may not include
+// ps/; the client with real servers is exercised by the estimator's tests.)
+#include "shoal/worker/parameter_client.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "shoal/base/status.h"
+#include "shoal/checkpoint/checkpoint.h"
+#include "shoal/checkpoint/checkpoint_reader.h"
+#include "shoal/checkpoint/shard_writer.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/rpc/parameter_service_test_util.h"
+
+namespace shoal {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ps_test;  // NOLINT(google-build-using-namespace): test helpers
+
+class FakeShard final : public ParameterService {
+ public:
+  FakeShard(FileSystems& fs, int shard, int num_shards)
+      : fs_(fs), shard_(shard), num_shards_(num_shards) {}
+
+  absl::Status Initialize(const ModelSpec& spec) override {
+    if (initialized_) {
+      return spec == spec_ ? absl::OkStatus() : absl::FailedPreconditionError("other spec");
+    }
+    spec_ = spec;
+    initialized_ = true;
+    dense_.clear();
+    rows_.clear();
+    const std::vector<int> placement = DensePlacement(spec, num_shards_);
+    for (size_t i = 0; i < spec.dense.size(); ++i) {
+      if (placement[i] == shard_)
+        dense_[spec.dense[i].name] = DenseInitialValue(spec, spec.dense[i]);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status PullDense(absl::Span<const std::string> names,
+                         std::vector<Tensor>* values) override {
+    RETURN_IF_ERROR(Check());
+    values->clear();
+    for (const std::string& name : names) {
+      ASSIGN_OR_RETURN(Tensor * v, Dense(name));
+      values->push_back(*v);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status PushDense(absl::Span<const std::string> names, absl::Span<const Tensor> grads,
+                         int64_t step) override {
+    RETURN_IF_ERROR(Check());
+    ++dense_pushes;
+    for (size_t i = 0; i < names.size(); ++i) {
+      ASSIGN_OR_RETURN(Tensor * v, Dense(names[i]));
+      if (!v->SameShape(grads[i])) return absl::InvalidArgumentError("shape");
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      Tensor* v = Dense(names[i]).value();
+      for (int64_t e = 0; e < v->size(); ++e) (*v)[e] -= grads[i][e];
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Lookup(absl::string_view table, absl::Span<const uint64_t> ids, LookupMode mode,
+                      int64_t step, absl::Span<float> out) override {
+    RETURN_IF_ERROR(Check());
+    ++lookups;
+    ASSIGN_OR_RETURN(const TableSpec* t, Table(table));
+    RETURN_IF_ERROR(Owned(ids));
+    const RowInitializer init(t->initializer, TableSeed(spec_, t->name), t->dim);
+    auto& rows = rows_[std::string(table)];
+    for (size_t i = 0; i < ids.size(); ++i) {
+      float* dst = out.data() + i * t->dim;
+      auto it = rows.find(ids[i]);
+      if (it != rows.end()) {
+        std::copy(it->second.begin(), it->second.end(), dst);
+      } else if (mode == LookupMode::kTrain) {
+        std::vector<float>& row = rows[ids[i]];
+        row.resize(t->dim);
+        init.Fill(ids[i], row.data());
+        std::copy(row.begin(), row.end(), dst);
+      } else {
+        std::fill(dst, dst + t->dim, 0.0f);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
+                          absl::Span<const float> grads, int64_t step) override {
+    RETURN_IF_ERROR(Check());
+    ++sparse_pushes;
+    ASSIGN_OR_RETURN(const TableSpec* t, Table(table));
+    RETURN_IF_ERROR(Owned(ids));
+    auto& rows = rows_[std::string(table)];
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto it = rows.find(ids[i]);
+      if (it == rows.end()) continue;
+      for (int64_t e = 0; e < t->dim; ++e) it->second[e] -= grads[i * t->dim + e];
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override {
+    RETURN_IF_ERROR(Check());
+    ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(checkpoint_dir));
+    ASSIGN_OR_RETURN(auto writer, ShardWriter::Create(*fs, checkpoint_dir, shard_, num_shards_));
+    for (const auto& [name, value] : dense_) RETURN_IF_ERROR(writer->AddDense(name, value, {}, {}));
+    return writer->Finish();
+  }
+
+  absl::Status Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) override {
+    initialized_ = false;
+    RETURN_IF_ERROR(Initialize(spec));
+    ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(checkpoint_dir));
+    ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(*fs, checkpoint_dir));
+    for (auto& [name, value] : dense_) {
+      ASSIGN_OR_RETURN(DenseVariable saved, reader->ReadDense(name));
+      value = saved.value;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<TableStats>> GetTableStats() override {
+    RETURN_IF_ERROR(Check());
+    std::vector<TableStats> stats;
+    for (const TableSpec& t : spec_.tables) {
+      stats.push_back({.name = t.name,
+                       .rows = static_cast<int64_t>(rows_[t.name].size()),
+                       .memory_bytes = 100});
+    }
+    return stats;
+  }
+
+  int lookups = 0, dense_pushes = 0, sparse_pushes = 0;
+  absl::Status fail;  // returned by every call while not OK
+
+ private:
+  absl::Status Check() const {
+    if (!fail.ok()) return fail;
+    if (!initialized_) return absl::FailedPreconditionError("not initialized");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Tensor*> Dense(const std::string& name) {
+    auto it = dense_.find(name);
+    if (it == dense_.end()) return absl::InvalidArgumentError("not owned: " + name);
+    return &it->second;
+  }
+  absl::StatusOr<const TableSpec*> Table(absl::string_view name) const {
+    for (const TableSpec& t : spec_.tables) {
+      if (t.name == name) return &t;
+    }
+    return absl::InvalidArgumentError("unknown table");
+  }
+  absl::Status Owned(absl::Span<const uint64_t> ids) const {
+    for (uint64_t id : ids) {
+      if (RowShard(id, num_shards_) != shard_) {
+        return absl::InvalidArgumentError(absl::StrCat("id ", id, " not owned"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  FileSystems& fs_;
+  const int shard_, num_shards_;
+  bool initialized_ = false;
+  ModelSpec spec_;
+  std::map<std::string, Tensor> dense_;
+  std::map<std::string, std::map<uint64_t, std::vector<float>>> rows_;
+};
+
+class ParameterClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(RegisterBuiltinFileSystems(fs_).ok()); }
+
+  // A client over `n` fresh fake shards (kept alive by the fixture).
+  std::unique_ptr<ParameterClient> Client(int n) {
+    std::vector<ParameterService*> shards;
+    for (int k = 0; k < n; ++k) {
+      fakes_.push_back(std::make_unique<FakeShard>(fs_, k, n));
+      shards.push_back(fakes_.back().get());
+    }
+    return std::make_unique<ParameterClient>(shards);
+  }
+  FakeShard& fake(int i) { return *fakes_[i]; }
+
+  FileSystems fs_;
+  const ModelSpec spec_ = WideDeepSpec();
+  std::vector<std::unique_ptr<FakeShard>> fakes_;
+};
+
+// One training step through `client`: lookup (with repeats, unsorted), sparse and dense pushes.
+void Step(ParameterClient& client, const ModelSpec& spec, int64_t step,
+          std::vector<std::vector<float>>* looked_up) {
+  std::vector<uint64_t> ids = SomeIds(40, static_cast<uint64_t>(step % 2));
+  ids.push_back(ids[3]);  // a repeat
+  for (const TableSpec& t : spec.tables) {
+    std::vector<float> rows(ids.size() * t.dim);
+    ASSERT_TRUE(client.Lookup(t.name, ids, LookupMode::kTrain, step, absl::MakeSpan(rows)).ok());
+    looked_up->push_back(rows);
+    std::vector<uint64_t> unique(ids.begin(), ids.end() - 1);
+    ASSERT_TRUE(
+        client.PushSparse(t.name, unique, SomeGrads(unique.size() * t.dim, step), step).ok());
+  }
+  std::vector<Tensor> grads;
+  for (const DenseVariableSpec& v : spec.dense) grads.push_back(SomeGradTensor(v.shape, step));
+  ASSERT_TRUE(client.PushDense(grads, step).ok());
+}
+
+TEST_F(ParameterClientTest, ThreeShardsGiveTheSameValuesAsOne) {
+  auto one = Client(1);
+  auto three = Client(3);
+  ASSERT_TRUE(one->Initialize(spec_).ok());
+  ASSERT_TRUE(three->Initialize(spec_).ok());
+  std::vector<Tensor> dense_one, dense_three;
+  ASSERT_TRUE(one->PullDense(&dense_one).ok());
+  ASSERT_TRUE(three->PullDense(&dense_three).ok());
+  ASSERT_EQ(dense_one.size(), spec_.dense.size());
+  for (size_t i = 0; i < spec_.dense.size(); ++i) {
+    EXPECT_TRUE(SameTensor(dense_one[i], DenseInitialValue(spec_, spec_.dense[i])));
+    EXPECT_TRUE(SameTensor(dense_one[i], dense_three[i])) << spec_.dense[i].name;
+  }
+  for (int64_t step = 1; step <= 4; ++step) {
+    std::vector<std::vector<float>> rows_one, rows_three;
+    Step(*one, spec_, step, &rows_one);
+    Step(*three, spec_, step, &rows_three);
+    EXPECT_EQ(rows_one, rows_three) << "step " << step;
+  }
+  ASSERT_TRUE(one->PullDense(&dense_one).ok());
+  ASSERT_TRUE(three->PullDense(&dense_three).ok());
+  for (size_t i = 0; i < spec_.dense.size(); ++i) {
+    EXPECT_TRUE(SameTensor(dense_one[i], dense_three[i])) << spec_.dense[i].name;
+    EXPECT_FALSE(SameTensor(dense_one[i], DenseInitialValue(spec_, spec_.dense[i])));
+  }
+  // One request per shard and call: 4 steps x 3 tables lookups and sparse pushes.
+  for (int k = 1; k <= 3; ++k) {
+    EXPECT_EQ(fake(k).lookups, 12);
+    EXPECT_EQ(fake(k).sparse_pushes, 12);
+    EXPECT_LE(fake(k).dense_pushes, 4);
+  }
+  auto stats_one = one->GetTableStats();
+  auto stats_three = three->GetTableStats();
+  ASSERT_TRUE(stats_one.ok() && stats_three.ok());
+  ASSERT_EQ(stats_three->size(), 3u);
+  EXPECT_EQ((*stats_three)[1].name, "emb/C1");
+  EXPECT_EQ((*stats_three)[1].rows, (*stats_one)[1].rows);
+  EXPECT_EQ((*stats_three)[1].rows, 80);
+  EXPECT_EQ((*stats_three)[1].memory_bytes, 300);
+}
+
+TEST_F(ParameterClientTest, LookupPutsRowsBackInTheCallersOrder) {
+  auto client = Client(3);
+  ASSERT_TRUE(client->Initialize(spec_).ok());
+  const std::vector<uint64_t> ids = {99, 5, 12345678901, 5, 7, 99, 0};
+  std::vector<float> rows(ids.size() * 8);
+  ASSERT_TRUE(client->Lookup("emb/C1", ids, LookupMode::kTrain, 1, absl::MakeSpan(rows)).ok());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::vector<float> expected(8);
+    RowInitializer(spec_.tables[1].initializer, TableSeed(spec_, "emb/C1"), 8)
+        .Fill(ids[i], expected.data());
+    EXPECT_EQ(std::vector<float>(rows.begin() + i * 8, rows.begin() + (i + 1) * 8), expected)
+        << "id " << ids[i];
+  }
+  std::vector<float> none;
+  EXPECT_TRUE(client->Lookup("emb/C1", {}, LookupMode::kTrain, 1, absl::MakeSpan(none)).ok());
+}
+
+TEST_F(ParameterClientTest, CallsBeforeInitializeAreFailedPrecondition) {
+  auto client = Client(2);
+  std::vector<Tensor> values;
+  EXPECT_EQ(client->PullDense(&values).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(client->PushDense({}, 1).code(), absl::StatusCode::kFailedPrecondition);
+  std::vector<float> out;
+  EXPECT_EQ(client->Lookup("wide", {}, LookupMode::kTrain, 1, absl::MakeSpan(out)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(client->PushSparse("wide", {}, {}, 1).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(client->Save(*fs_.For("mem://m").value(), "mem://m", 1, "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(client->GetTableStats().status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ParameterClientTest, BadRequestsAreInvalidArgumentAndReachNoShard) {
+  auto client = Client(3);
+  ModelSpec bad = spec_;
+  bad.tables[0].dim = 0;
+  EXPECT_EQ(client->Initialize(bad).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(client->Initialize(spec_).ok());
+  EXPECT_EQ(client->num_shards(), 3);
+  EXPECT_EQ(client->spec(), spec_);
+  EXPECT_EQ(client->TableDim("emb/C1").value(), 8);
+  EXPECT_EQ(client->TableDim("nope").status().code(), absl::StatusCode::kInvalidArgument);
+
+  std::vector<Tensor> grads;
+  for (const DenseVariableSpec& v : spec_.dense) grads.push_back(Tensor(v.shape, 1.0f));
+  EXPECT_EQ(client->PushDense(absl::MakeConstSpan(grads).subspan(1), 1).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client->PushDense(grads, 0).code(), absl::StatusCode::kInvalidArgument);
+  std::vector<Tensor> wrong = grads;
+  wrong.back() = Tensor(Shape{2}, 1.0f);
+  absl::Status s = client->PushDense(wrong, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr(spec_.dense.back().name));
+
+  std::vector<uint64_t> ids = SomeIds(20);
+  std::vector<float> rows(ids.size() * 8);
+  s = client->Lookup("nope", ids, LookupMode::kTrain, 1, absl::MakeSpan(rows));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("nope"));
+  EXPECT_EQ(
+      client->Lookup("emb/C1", ids, LookupMode::kTrain, 1, absl::MakeSpan(rows).subspan(8)).code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client->PushSparse("emb/C1", ids, absl::MakeConstSpan(rows).subspan(8), 1).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client->PushSparse("emb/C1", ids, rows, 0).code(), absl::StatusCode::kInvalidArgument);
+  std::vector<uint64_t> repeated = ids;
+  repeated.back() = repeated[2];  // unsorted with a repeat
+  s = client->PushSparse("emb/C1", repeated, rows, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not unique"));
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(fake(k).lookups, 0);
+    EXPECT_EQ(fake(k).dense_pushes, 0);
+    EXPECT_EQ(fake(k).sparse_pushes, 0);
+  }
+}
+
+TEST_F(ParameterClientTest, EmptyGradientsSkipTheirVariables) {
+  auto client = Client(2);
+  ASSERT_TRUE(client->Initialize(spec_).ok());
+  std::vector<Tensor> before, after;
+  ASSERT_TRUE(client->PullDense(&before).ok());
+  std::vector<Tensor> grads(spec_.dense.size());  // all empty but the first
+  grads[0] = Tensor(spec_.dense[0].shape, 1.0f);
+  ASSERT_TRUE(client->PushDense(grads, 1).ok());
+  ASSERT_TRUE(client->PullDense(&after).ok());
+  for (int64_t e = 0; e < after[0].size(); ++e) EXPECT_FLOAT_EQ(after[0][e], before[0][e] - 1.0f);
+  for (size_t i = 1; i < after.size(); ++i) EXPECT_TRUE(SameTensor(before[i], after[i]));
+  // Only the owner of variable 0 was called.
+  EXPECT_EQ(fake(0).dense_pushes + fake(1).dense_pushes, 1);
+}
+
+TEST_F(ParameterClientTest, ShardErrorsNameTheShard) {
+  auto client = Client(3);
+  ASSERT_TRUE(client->Initialize(spec_).ok());
+  fake(1).fail = absl::UnavailableError("connection reset");
+  std::vector<Tensor> values;
+  absl::Status s = client->PullDense(&values);  // shard 1 holds dnn/hidden_0/bias
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("shard 1 of 3"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("connection reset"));
+  s = client->Save(*fs_.For("mem://m").value(), "mem://m", 1, "").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("saving shard 1 of 3"));
+  EXPECT_EQ(LatestCheckpoint(*fs_.For("mem://m").value(), "mem://m").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(ParameterClientTest, SaveCommitsEveryShardWithExtraJsonAndRestores) {
+  FileSystem& mem = *fs_.For("mem://model").value();
+  ASSERT_TRUE(mem.RecursivelyCreateDir("mem://model").ok());
+  auto client = Client(3);
+  ASSERT_TRUE(client->Initialize(spec_).ok());
+  std::vector<std::vector<float>> ignored;
+  Step(*client, spec_, 1, &ignored);
+  absl::StatusOr<std::string> dir = client->Save(mem, "mem://model", 10, R"({"queue": 3})");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  EXPECT_EQ(*dir, "mem://model/ckpt-10");
+  EXPECT_EQ(LatestCheckpoint(mem, "mem://model").value(), *dir);
+  auto reader = CheckpointReader::Open(mem, *dir).value();
+  EXPECT_EQ(reader->manifest().num_shards, 3);
+  EXPECT_EQ(reader->step(), 10);
+  EXPECT_EQ(nlohmann::json::parse(reader->extra_json())["queue"], 3);
+  EXPECT_EQ(reader->ListEntries().size(), spec_.dense.size());
+
+  auto restored = Client(2);
+  ASSERT_TRUE(restored->Restore(spec_, *dir).ok());
+  std::vector<Tensor> a, b;
+  ASSERT_TRUE(client->PullDense(&a).ok());
+  ASSERT_TRUE(restored->PullDense(&b).ok());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(SameTensor(a[i], b[i])) << i;
+  EXPECT_EQ(restored->TableDim("wide").value(), 1);
+}
+
+}  // namespace
+}  // namespace shoal
