@@ -1,0 +1,457 @@
+#include "shoal/estimator/estimator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
+#include "shoal/base/logging.h"
+#include "shoal/base/status.h"
+#include "shoal/checkpoint/checkpoint.h"
+#include "shoal/checkpoint/checkpoint_reader.h"
+#include "shoal/io/file_util.h"
+#include "shoal/io/path.h"
+#include "shoal/nn/metrics.h"
+#include "shoal/ps/parameter_server.h"
+
+namespace shoal {
+
+namespace {
+
+std::vector<OptimizerGroupSpec> GroupsOf(const EstimatorConfig& config) {
+  return {OptimizerGroupSpec{"deep", config.optimizer},
+          OptimizerGroupSpec{"wide", config.wide_optimizer}};
+}
+
+// A one-example batch with the layout and no ids: the recording pass's input.
+absl::Status Check(const EstimatorConfig& config) {
+  if (!config.model_fn) return absl::InvalidArgumentError("EstimatorConfig: no model_fn");
+  if (config.num_ps_shards < 1) {
+    return absl::InvalidArgumentError("EstimatorConfig: num_ps_shards must be >= 1");
+  }
+  if (config.run.model_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "model_dir is not set (config key model_dir, or --model-dir on the command line)");
+  }
+  if (config.run.log_step_count_steps < 1) {
+    return absl::InvalidArgumentError("run.log_step_count_steps must be >= 1");
+  }
+  return absl::OkStatus();
+}
+
+double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
+
+// Event files are named by host and second; the suffix keeps two writers of one process, or of
+// two processes on one host (train, then evaluate), apart within that second.
+std::string EventSuffix() {
+  static std::atomic<int> counter{0};
+  return absl::StrCat(".", getpid(), ".", counter.fetch_add(1));
+}
+
+}  // namespace
+
+Estimator::Estimator(FileSystems& fs, EstimatorConfig config)
+    : fs_(fs), config_(std::move(config)) {}
+
+Estimator::~Estimator() {
+  if (train_events_ != nullptr) train_events_->Close().IgnoreError();
+  if (eval_events_ != nullptr) eval_events_->Close().IgnoreError();
+}
+
+absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(FileSystems& fs,
+                                                             EstimatorConfig config) {
+  RETURN_IF_ERROR(Check(config));
+  std::unique_ptr<Estimator> estimator(new Estimator(fs, std::move(config)));
+  const int n = estimator->config_.num_ps_shards;
+  std::vector<ParameterService*> shards;
+  for (int k = 0; k < n; ++k) {
+    estimator->servers_.push_back(std::make_unique<ParameterServer>(fs, k, n));
+    shards.push_back(estimator->servers_.back().get());
+  }
+  estimator->client_ = std::make_unique<ParameterClient>(std::move(shards));
+  estimator->context_ = std::make_unique<ModelContext>(
+      estimator->config_.layout, GroupsOf(estimator->config_), estimator->config_.run.seed);
+  return estimator;
+}
+
+absl::Status Estimator::RecordModel() {
+  if (recorded_) return absl::OkStatus();
+  ModelContext& ctx = *context_;
+  ctx.BeginRecording();
+  Tensor labels(Shape{1, 1});
+  absl::StatusOr<EstimatorSpec> spec = config_.model_fn(ctx, labels, Mode::kTrain, config_.params);
+  RETURN_IF_ERROR_CTX(ctx.status(), "building the model");
+  RETURN_IF_ERROR_CTX(spec.status(), "building the model");
+  spec_ = ctx.RecordedSpec();
+  if (spec_.dense.empty() && spec_.tables.empty()) {
+    return absl::InvalidArgumentError(
+        "building the model: model_fn declared no variables and no tables");
+  }
+  RETURN_IF_ERROR_CTX(ValidateModelSpec(spec_), "building the model");
+  recorded_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Estimator::LoadLatest(bool allow_fresh) {
+  RETURN_IF_ERROR(RecordModel());
+  ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
+  FileSystem& fs = *fs_ptr;
+  absl::StatusOr<std::string> latest = LatestCheckpoint(fs, config_.run.model_dir);
+  if (!latest.ok() && !absl::IsNotFound(latest.status())) return latest.status();
+  if (latest.ok()) {
+    if (loaded_ && *latest == loaded_checkpoint_) return absl::OkStatus();
+    ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(fs, *latest));
+    if (loaded_ && reader->step() <= global_step_ && saved_step_ == global_step_) {
+      // The model in memory is as new as anything on disk (e.g. this process just saved it).
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR_CTX(client_->Restore(spec_, *latest), "restoring ", *latest);
+    global_step_ = reader->step();
+    saved_step_ = global_step_;
+    loaded_checkpoint_ = *latest;
+    loaded_ = true;
+    LOG(INFO) << "Restored " << *latest << " (global step " << global_step_ << ")";
+    return absl::OkStatus();
+  }
+  if (loaded_) return absl::OkStatus();  // trained in memory, nothing saved yet
+  if (!allow_fresh) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no checkpoint in model_dir ", config_.run.model_dir, "; train the model first"));
+  }
+  RETURN_IF_ERROR_CTX(client_->Initialize(spec_), "initialising the parameters");
+  global_step_ = 0;
+  saved_step_ = -1;
+  loaded_ = true;
+  LOG(INFO) << "No checkpoint in " << config_.run.model_dir << ": starting from step 0 ("
+            << spec_.dense.size() << " dense variables, " << spec_.tables.size() << " tables)";
+  return absl::OkStatus();
+}
+
+absl::Status Estimator::RunHooks(const std::vector<SessionRunHook*>& hooks,
+                                 absl::Status (SessionRunHook::*method)(RunContext&),
+                                 RunContext& context) {
+  for (SessionRunHook* hook : hooks) RETURN_IF_ERROR((hook->*method)(context));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
+  if (!loaded_) return absl::FailedPreconditionError("SaveCheckpoint: no model in memory");
+  if (saved_step_ == global_step_ && !loaded_checkpoint_.empty()) return loaded_checkpoint_;
+  ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
+  FileSystem& fs = *fs_ptr;
+  nlohmann::json extra = {{"writer", "shoal estimator"}};
+  ASSIGN_OR_RETURN(std::string dir,
+                   client_->Save(fs, config_.run.model_dir, global_step_, extra.dump()));
+  saved_step_ = global_step_;
+  loaded_checkpoint_ = dir;
+  std::set<std::string> protect;
+  if (config_.run.keep_checkpoint_max > 0) {
+    ASSIGN_OR_RETURN(
+        std::vector<std::string> deleted,
+        ApplyRetention(fs, config_.run.model_dir, config_.run.keep_checkpoint_max, protect));
+    for (const std::string& path : deleted) LOG(INFO) << "Deleted old checkpoint " << path;
+  }
+  LOG(INFO) << "Saved checkpoint " << dir;
+  return dir;
+}
+
+PipelineStats Estimator::InputStats() const {
+  return current_input_ != nullptr ? current_input_->Stats() : PipelineStats{};
+}
+
+absl::StatusOr<std::vector<TableStats>> Estimator::GetTableStats() {
+  if (!loaded_) return std::vector<TableStats>{};
+  return client_->GetTableStats();
+}
+
+absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOptions& options) {
+  const absl::Time start = absl::Now();
+  if (options.steps < 0 || options.max_steps < 0) {
+    return absl::InvalidArgumentError("Train: steps and max_steps must be >= 0");
+  }
+  if (!input) return absl::InvalidArgumentError("Train: no input");
+
+  // Built-in hooks from RunConfig, then the caller's.
+  const RunConfig& run = config_.run;
+  if (train_events_ == nullptr) {
+    ASSIGN_OR_RETURN(train_events_, EventWriter::Create(fs_, run.model_dir, EventSuffix()));
+  }
+  LoggingHook logging(run.log_step_count_steps);
+  NanLossHook nan;
+  SummaryHook summary(train_events_.get(), run.log_step_count_steps);
+  CheckpointSaverHook saver(run.save_checkpoints_steps, run.save_checkpoints_secs);
+  std::vector<SessionRunHook*> hooks = {&nan, &logging, &summary, &saver};
+  hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());
+
+  RunContext context;
+  context.estimator = this;
+  context.mode = Mode::kTrain;
+  RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::Begin, context));
+  RETURN_IF_ERROR(LoadLatest(/*allow_fresh=*/true));
+  evaluations_.clear();
+
+  TrainResult result;
+  int64_t last_step = 0;
+  if (options.max_steps > 0) last_step = options.max_steps;
+  if (options.steps > 0) {
+    const int64_t by_steps = global_step_ + options.steps;
+    last_step = last_step > 0 ? std::min(last_step, by_steps) : by_steps;
+  }
+  context.global_step = global_step_;
+  context.last_step = last_step;
+  if (last_step > 0 && global_step_ >= last_step) {
+    LOG(INFO) << "Global step " << global_step_ << " already reaches the last step " << last_step
+              << ": nothing to train";
+    result.global_step = global_step_;
+    result.stop_reason = "max_steps";
+    ASSIGN_OR_RETURN(result.checkpoint, SaveCheckpoint());
+    return result;
+  }
+  RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::AfterCreateSession, context));
+
+  ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source, input());
+  current_input_ = source.get();
+  FeatureBatch batch;
+  ModelContext& ctx = *context_;
+  absl::Status failure;
+  while (true) {
+    if (last_step > 0 && global_step_ >= last_step) {
+      result.stop_reason =
+          options.max_steps > 0 && global_step_ >= options.max_steps ? "max_steps" : "steps";
+      break;
+    }
+    absl::Status next = source->Next(&batch);
+    if (absl::IsOutOfRange(next)) {
+      result.stop_reason = "input exhausted";
+      break;
+    }
+    if (!next.ok()) {
+      failure = next;
+      break;
+    }
+    context.batch_size = batch.batch_size;
+    failure = RunHooks(hooks, &SessionRunHook::BeforeRun, context);
+    if (!failure.ok()) break;
+
+    const int64_t step = global_step_ + 1;
+    failure = [&]() -> absl::Status {
+      RETURN_IF_ERROR(ctx.BeginStep(batch, Mode::kTrain, global_step_, client_.get()));
+      absl::StatusOr<EstimatorSpec> spec =
+          config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);
+      RETURN_IF_ERROR(ctx.status());
+      RETURN_IF_ERROR(spec.status());
+      RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
+      nn::Backward(spec->loss);
+      RETURN_IF_ERROR(ctx.PushGradients(step));
+      context.loss = spec->loss->value[0];
+      return absl::OkStatus();
+    }();
+    ctx.EndStep();
+    if (!failure.ok()) {
+      failure = AnnotateCat(failure, "training step ", step);
+      break;
+    }
+    global_step_ = step;
+    ++result.steps;
+    result.examples += batch.batch_size;
+    context.global_step = global_step_;
+    context.examples = result.examples;
+    failure = RunHooks(hooks, &SessionRunHook::AfterRun, context);
+    if (!failure.ok()) break;
+    if (context.stop_requested) {
+      result.stop_reason = context.stop_reason;
+      break;
+    }
+  }
+  result.epochs_completed = source->epochs_completed();
+  current_input_ = nullptr;
+  if (!failure.ok()) {
+    // Keep what was trained: a later run resumes from the last saved checkpoint, as after a
+    // crash; nothing half-applied is saved.
+    return failure;
+  }
+  ASSIGN_OR_RETURN(result.checkpoint, SaveCheckpoint());
+  RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::End, context));
+  result.global_step = global_step_;
+  result.last_loss = context.loss;
+  result.seconds = Seconds(start);
+  LOG(INFO) << "Training stopped (" << result.stop_reason << ") at global step " << global_step_
+            << " after " << result.steps << " steps, " << result.examples << " examples in "
+            << absl::StrFormat("%.1f", result.seconds) << " s";
+  return result;
+}
+
+absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input, const EvalOptions& options) {
+  const absl::Time start = absl::Now();
+  if (!input) return absl::InvalidArgumentError("Evaluate: no input");
+  RunContext context;
+  context.estimator = this;
+  context.mode = Mode::kEval;
+  RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::Begin, context));
+  RETURN_IF_ERROR(LoadLatest(/*allow_fresh=*/false));
+  context.global_step = global_step_;
+  context.last_step = options.steps;
+  RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::AfterCreateSession, context));
+
+  ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source, input());
+  EvalResult result;
+  result.global_step = global_step_;
+  result.checkpoint = saved_step_ == global_step_ ? loaded_checkpoint_ : "";
+  nn::MeanMetric loss("loss");
+  std::vector<std::pair<std::string, std::unique_ptr<nn::Metric>>> metrics;
+  FeatureBatch batch;
+  ModelContext& ctx = *context_;
+  int64_t batches = 0;
+  while (options.steps == 0 || batches < options.steps) {
+    absl::Status next = source->Next(&batch);
+    if (absl::IsOutOfRange(next)) break;
+    RETURN_IF_ERROR_CTX(next, "evaluation input");
+    context.batch_size = batch.batch_size;
+    RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::BeforeRun, context));
+    absl::Status status = [&]() -> absl::Status {
+      RETURN_IF_ERROR(ctx.BeginStep(batch, Mode::kEval, global_step_, client_.get()));
+      absl::StatusOr<EstimatorSpec> spec =
+          config_.model_fn(ctx, batch.labels, Mode::kEval, config_.params);
+      RETURN_IF_ERROR(ctx.status());
+      RETURN_IF_ERROR(spec.status());
+      RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kEval, batch.batch_size));
+      const double batch_loss = spec->loss->value[0];
+      loss.Add(batch_loss, static_cast<double>(batch.batch_size));
+      context.loss = batch_loss;
+      if (metrics.empty()) {
+        for (const MetricOp& op : spec->metrics) metrics.emplace_back(op.name, op.make());
+      }
+      if (metrics.size() != spec->metrics.size()) {
+        return absl::InvalidArgumentError("model_fn returned a different set of metrics");
+      }
+      for (size_t i = 0; i < metrics.size(); ++i) {
+        const MetricOp& op = spec->metrics[i];
+        if (op.name != metrics[i].first) {
+          return absl::InvalidArgumentError("model_fn returned a different set of metrics");
+        }
+        metrics[i].second->Update(op.predictions.span(), op.labels.span());
+      }
+      return absl::OkStatus();
+    }();
+    ctx.EndStep();
+    RETURN_IF_ERROR_CTX(status, "evaluation batch ", batches + 1);
+    ++batches;
+    result.examples += batch.batch_size;
+    context.examples = result.examples;
+    RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::AfterRun, context));
+    if (context.stop_requested) break;
+  }
+  if (result.examples == 0) {
+    return absl::InvalidArgumentError("evaluation input is empty: nothing to evaluate");
+  }
+  result.metrics["loss"] = loss.Result();
+  for (const auto& [name, metric] : metrics) result.metrics[name] = metric->Result();
+  result.seconds = Seconds(start);
+  RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::End, context));
+  if (options.write_files) RETURN_IF_ERROR(WriteEvalFiles(result));
+  std::string line;
+  for (const auto& [name, value] : result.metrics) {
+    absl::StrAppend(&line, line.empty() ? "" : ", ", name, " = ", absl::StrFormat("%.4f", value));
+  }
+  LOG(INFO) << "Evaluation at global step " << result.global_step << " (" << result.examples
+            << " examples): " << line;
+  return result;
+}
+
+absl::Status Estimator::WriteEvalFiles(const EvalResult& result) {
+  const std::string eval_dir = JoinPath(config_.run.model_dir, "eval");
+  ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(eval_dir));
+  if (eval_events_ == nullptr) {
+    ASSIGN_OR_RETURN(eval_events_, EventWriter::Create(fs_, eval_dir, EventSuffix()));
+  }
+  std::vector<ScalarValue> values;  // views into result.metrics' keys
+  for (const auto& [name, value] : result.metrics) values.emplace_back(name, value);
+  RETURN_IF_ERROR(eval_events_->AddScalars(result.global_step, values));
+  RETURN_IF_ERROR(eval_events_->Flush());
+  nlohmann::json json = {{"global_step", result.global_step},
+                         {"examples", result.examples},
+                         {"checkpoint", result.checkpoint},
+                         {"metrics", result.metrics}};
+  return WriteFileAtomically(*fs, JoinPath(eval_dir, "metrics.json"), json.dump(2) + "\n");
+}
+
+absl::Status Estimator::Predict(const InputFn& input, const PredictOptions& options,
+                                const std::function<absl::Status(const PredictBatch&)>& sink) {
+  if (!input) return absl::InvalidArgumentError("Predict: no input");
+  RunContext context;
+  context.estimator = this;
+  context.mode = Mode::kPredict;
+  RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::Begin, context));
+  RETURN_IF_ERROR(LoadLatest(/*allow_fresh=*/false));
+  context.global_step = global_step_;
+  RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::AfterCreateSession, context));
+  ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source, input());
+  FeatureBatch batch;
+  ModelContext& ctx = *context_;
+  int64_t batches = 0;
+  while (true) {
+    absl::Status next = source->Next(&batch);
+    if (absl::IsOutOfRange(next)) break;
+    RETURN_IF_ERROR_CTX(next, "prediction input");
+    context.batch_size = batch.batch_size;
+    RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::BeforeRun, context));
+    absl::Status status = [&]() -> absl::Status {
+      RETURN_IF_ERROR(ctx.BeginStep(batch, Mode::kPredict, global_step_, client_.get()));
+      Tensor no_labels;
+      absl::StatusOr<EstimatorSpec> spec =
+          config_.model_fn(ctx, no_labels, Mode::kPredict, config_.params);
+      RETURN_IF_ERROR(ctx.status());
+      RETURN_IF_ERROR(spec.status());
+      RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kPredict, batch.batch_size));
+      PredictBatch out;
+      out.batch_size = batch.batch_size;
+      for (const auto& [name, value] : spec->predictions)
+        out.outputs.emplace_back(name, &value->value);
+      return sink(out);
+    }();
+    ctx.EndStep();
+    RETURN_IF_ERROR_CTX(status, "prediction batch ", batches + 1);
+    ++batches;
+    context.examples += batch.batch_size;
+    RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::AfterRun, context));
+    if (context.stop_requested) break;
+  }
+  return RunHooks(options.hooks, &SessionRunHook::End, context);
+}
+
+absl::StatusOr<std::string> Estimator::Export(absl::string_view export_dir_base) {
+  RETURN_IF_ERROR(LoadLatest(/*allow_fresh=*/false));
+  const std::string dir = JoinPath(export_dir_base, absl::StrCat(global_step_));
+  ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(dir));
+  FileSystem& fs = *fs_ptr;
+  ASSIGN_OR_RETURN(bool exists, fs.FileExists(dir));
+  if (exists) RETURN_IF_ERROR(fs.DeleteRecursively(dir));
+  RETURN_IF_ERROR(fs.RecursivelyCreateDir(dir));
+  const std::string variables = JoinPath(dir, "variables");
+  nlohmann::json extra = {{"writer", "shoal export"}};
+  RETURN_IF_ERROR_CTX(client_->Save(fs, variables, global_step_, extra.dump()).status(),
+                      "exporting the variables");
+  if (!config_.export_config_yaml.empty()) {
+    RETURN_IF_ERROR(
+        WriteFileAtomically(fs, JoinPath(dir, "config.yaml"), config_.export_config_yaml));
+  }
+  nlohmann::json meta = {{"format", "shoal-export"},
+                         {"format_version", 1},
+                         {"global_step", global_step_},
+                         {"model_type", config_.params.type},
+                         {"head", config_.params.head},
+                         {"num_classes", config_.params.num_classes},
+                         {"variables", "variables"},
+                         {"config", config_.export_config_yaml.empty() ? "" : "config.yaml"}};
+  // export.json last: a directory with it is complete.
+  RETURN_IF_ERROR(WriteFileAtomically(fs, JoinPath(dir, "export.json"), meta.dump(2) + "\n"));
+  LOG(INFO) << "Exported global step " << global_step_ << " to " << dir;
+  return dir;
+}
+
+}  // namespace shoal

@@ -1,0 +1,212 @@
+// Estimator: train, evaluate, predict and export one model, TF-Estimator style.
+//
+//   EstimatorConfig config;   // model_fn, params, feature layout, optimizers, RunConfig
+//   ASSIGN_OR_RETURN(auto estimator, Estimator::Create(fs, std::move(config)));
+//   ASSIGN_OR_RETURN(TrainResult trained, estimator->Train(train_input, {.max_steps = 10000}));
+//   ASSIGN_OR_RETURN(EvalResult eval, estimator->Evaluate(eval_input, {}));
+//   ASSIGN_OR_RETURN(std::string exported, estimator->Export(JoinPath(model_dir, "export")));
+//
+// One code path with the distributed runtime: parameters live in ParameterService shards
+// (in-process ps::ParameterServer objects here; config.num_ps_shards of them) and the step pulls,
+// computes and pushes through a ParameterClient, exactly as a worker does (docs/architecture.md).
+//
+// State. The model is recorded (model_fn's variables and tables) on first use; parameters are
+// then restored from the latest valid checkpoint of run.model_dir (falling back past a corrupt
+// one with a warning) or initialised. Train continues from the global step of that checkpoint.
+// Evaluate, Predict and Export work on the model in memory when it is the latest checkpoint;
+// when model_dir holds a newer one they restore it into the same parameter servers -- nothing is
+// rebuilt. FAILED_PRECONDITION when there is neither a checkpoint nor a trained model.
+//
+// Stopping. Train ends at the first of: `steps` more steps, global step `max_steps`, the input
+// exhausted (its num_epochs done), or a hook's stop request. It then saves a final checkpoint
+// (unless the global step is already saved). Stopping at max_steps before any step (the
+// checkpoint is already there) is not an error: TF does the same.
+//
+// Files in model_dir: ckpt-N/ and `checkpoint` (checkpoint.h); TensorBoard events (train) in
+// model_dir and (eval) in model_dir/eval; eval/metrics.json after each evaluation;
+// export/<name>/<global_step>/ from exporters. summary.json is written by TrainAndEvaluate.
+// docs/estimator.md describes them all with their stable keys.
+//
+// Thread safety: one Estimator is used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "shoal/data/feature_column.h"
+#include "shoal/data/pipeline.h"
+#include "shoal/estimator/hooks.h"
+#include "shoal/estimator/job_config.h"
+#include "shoal/estimator/model_fn.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/summary/event_writer.h"
+
+namespace shoal {
+
+class ParameterServer;
+
+// A stream of feature batches (FeatureInput reads a config's input; tests write their own).
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // The next batch into *batch (buffers may be reused); OUT_OF_RANGE at the end of the input.
+  [[nodiscard]] virtual absl::Status Next(FeatureBatch* batch) = 0;
+  // Input statistics (stall fraction) for logs and TensorBoard; zeros when unknown.
+  virtual PipelineStats Stats() const { return {}; }
+  // Complete passes over the input so far; -1 when unknown.
+  virtual int64_t epochs_completed() const { return -1; }
+};
+
+// Called once per train / evaluate / predict to open the input from its start.
+using InputFn = std::function<absl::StatusOr<std::unique_ptr<BatchSource>>()>;
+
+struct EstimatorConfig {
+  ModelFn model_fn;
+  ModelConfig params;  // passed to model_fn
+  FeatureLayout layout;
+  OptimizerOptions optimizer = DefaultDeepOptimizer();       // group "deep"
+  OptimizerOptions wide_optimizer = DefaultWideOptimizer();  // group "wide"
+  RunConfig run;
+  int num_ps_shards = 1;  // in-process parameter-server shards (>= 1)
+  // Written into every export as config.yaml (the CLI passes the job config); may be empty.
+  std::string export_config_yaml;
+};
+
+struct TrainOptions {
+  int64_t steps = 0;                   // > 0: at most this many more steps
+  int64_t max_steps = 0;               // > 0: stop at this global step
+  std::vector<SessionRunHook*> hooks;  // not owned
+};
+
+struct TrainResult {
+  int64_t global_step = 0;
+  int64_t steps = 0;              // taken by this call
+  int64_t examples = 0;           // trained on by this call
+  int64_t epochs_completed = -1;  // of this call's input; -1 unknown
+  std::string stop_reason;        // "max_steps", "steps", "input exhausted", or a hook's reason
+  double seconds = 0;
+  double last_loss = 0;
+  std::string checkpoint;  // the final checkpoint
+};
+
+struct EvalOptions {
+  int64_t steps = 0;  // batches; 0 = the whole input
+  std::vector<SessionRunHook*> hooks;
+  bool write_files = true;  // events in model_dir/eval and eval/metrics.json
+};
+
+struct EvalResult {
+  int64_t global_step = 0;
+  int64_t examples = 0;
+  std::map<std::string, double> metrics;  // "loss" and the head's metrics
+  std::string checkpoint;                 // the checkpoint evaluated ("" = in-memory model)
+  double seconds = 0;
+};
+
+// One batch of predictions: name -> [B, ...] values, in the model's order.
+struct PredictBatch {
+  int64_t batch_size = 0;
+  std::vector<std::pair<std::string, const Tensor*>> outputs;
+};
+
+struct PredictOptions {
+  std::vector<SessionRunHook*> hooks;
+};
+
+class Estimator {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Estimator>> Create(FileSystems& fs,
+                                                                         EstimatorConfig config);
+  ~Estimator();
+
+  [[nodiscard]] absl::StatusOr<TrainResult> Train(const InputFn& input,
+                                                  const TrainOptions& options);
+  [[nodiscard]] absl::StatusOr<EvalResult> Evaluate(const InputFn& input,
+                                                    const EvalOptions& options);
+  // Calls `sink` once per batch; its error stops the run.
+  [[nodiscard]] absl::Status Predict(const InputFn& input, const PredictOptions& options,
+                                     const std::function<absl::Status(const PredictBatch&)>& sink);
+  // Writes <export_dir_base>/<global step>/ (docs/formats.md, "Export"); returns that path.
+  [[nodiscard]] absl::StatusOr<std::string> Export(absl::string_view export_dir_base);
+
+  // Saves a checkpoint of the current global step (no-op if it is saved already); returns its
+  // path. Used by the saver hook.
+  [[nodiscard]] absl::StatusOr<std::string> SaveCheckpoint();
+
+  int64_t global_step() const { return global_step_; }
+  const EstimatorConfig& config() const { return config_; }
+  const ModelSpec& model_spec() const { return spec_; }
+  // Evaluations run by TrainAndEvaluate during the current training, oldest first.
+  const std::vector<EvalResult>& evaluations() const { return evaluations_; }
+  // Adds an evaluation to evaluations() (TrainAndEvaluate does, for the early-stopping hook).
+  void RecordEvaluation(EvalResult result) { evaluations_.push_back(std::move(result)); }
+  FileSystems& file_systems() { return fs_; }
+  // Figures of the current input and tables, for the summary hook.
+  PipelineStats InputStats() const;
+  [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats();
+
+ private:
+  Estimator(FileSystems& fs, EstimatorConfig config);
+  absl::Status RecordModel();
+  // Makes the parameter servers hold the latest checkpoint (or fresh values when there is none
+  // and `allow_fresh`).
+  absl::Status LoadLatest(bool allow_fresh);
+  absl::Status RunHooks(const std::vector<SessionRunHook*>& hooks,
+                        absl::Status (SessionRunHook::*method)(RunContext&), RunContext& context);
+  absl::Status WriteEvalFiles(const EvalResult& result);
+
+  FileSystems& fs_;
+  EstimatorConfig config_;
+  std::vector<std::unique_ptr<ParameterServer>> servers_;
+  std::unique_ptr<ParameterClient> client_;
+  std::unique_ptr<ModelContext> context_;
+  ModelSpec spec_;
+  bool recorded_ = false;
+  bool loaded_ = false;  // the PS hold a model
+  int64_t global_step_ = 0;
+  int64_t saved_step_ = -1;        // global step of the checkpoint the PS state equals, or -1
+  std::string loaded_checkpoint_;  // its path
+  std::vector<EvalResult> evaluations_;
+  const BatchSource* current_input_ = nullptr;
+  std::unique_ptr<EventWriter> train_events_;
+  std::unique_ptr<EventWriter> eval_events_;
+};
+
+// ---- train_and_evaluate ----
+
+struct TrainSpec {
+  InputFn input;
+  int64_t max_steps = 0;  // 0: until the input ends
+  std::vector<SessionRunHook*> hooks;
+};
+
+struct EvalSpec {
+  InputFn input;  // null: no evaluation
+  int64_t steps = 0;
+  int64_t start_delay_secs = 0;
+  int64_t throttle_secs = 60;
+  std::vector<ExporterConfig> exporters;
+  std::vector<SessionRunHook*> hooks;
+};
+
+struct TrainAndEvaluateResult {
+  TrainResult train;
+  std::optional<EvalResult> final_eval;
+  std::vector<std::string> exports;  // paths written at the end
+  double wall_seconds = 0;
+};
+
+// Trains; while training, evaluates the model in memory at checkpoint saves at most every
+// throttle_secs (after start_delay_secs) and runs the "latest"/"best" exporters; at the end
+// evaluates the final checkpoint, runs every exporter and writes MODEL_DIR/summary.json.
+[[nodiscard]] absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
+                                                                      const TrainSpec& train,
+                                                                      const EvalSpec& eval);
+
+}  // namespace shoal

@@ -1,0 +1,504 @@
+#include "shoal/estimator/estimator.h"
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "shoal/checkpoint/checkpoint.h"
+#include "shoal/estimator/heads.h"
+#include "shoal/estimator/models.h"
+#include "shoal/io/file_util.h"
+#include "shoal/io/path.h"
+#include "shoal/nn/ops.h"
+#include "shoal/tensor/random.h"
+
+namespace shoal {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A synthetic binary task: label = [x0 - 0.5 x1 + effect(cat) + noise > 0], with a categorical
+// feature seen both as an embedding and as a wide column.
+struct Example {
+  float x0, x1;
+  uint64_t cat;
+  float label;
+};
+
+std::vector<Example> MakeExamples(int n, uint64_t seed) {
+  std::vector<Example> out;
+  Rng rng(seed);
+  for (int i = 0; i < n; ++i) {
+    Example e;
+    e.x0 = rng.Normal();
+    e.x1 = rng.Normal();
+    e.cat = rng.Below(20);
+    const float effect = (static_cast<float>(e.cat % 5) - 2.0f) * 0.8f;
+    const float z = e.x0 - 0.5f * e.x1 + effect + 0.3f * rng.Normal();
+    e.label = z > 0 ? 1.0f : 0.0f;
+    out.push_back(e);
+  }
+  return out;
+}
+
+FeatureLayout Layout() {
+  FeatureLayout layout;
+  layout.dense_names = {"x"};
+  layout.dense_widths = {2};
+  SparseFeature emb;
+  emb.name = "cat_embedding";
+  emb.table = "cat_embedding";
+  emb.dim = 4;
+  emb.pooling = Pooling::kMean;
+  SparseFeature wide;
+  wide.name = "cat";
+  wide.table = "wide";
+  wide.dim = 0;
+  wide.pooling = Pooling::kSum;
+  layout.sparse = {emb, wide};
+  return layout;
+}
+
+FeatureBatch ToBatch(const std::vector<Example>& examples, size_t begin, size_t end,
+                     const FeatureLayout& layout) {
+  FeatureBatch batch;
+  const int64_t b = static_cast<int64_t>(end - begin);
+  batch.batch_size = b;
+  batch.dense = Tensor(Shape{b, 2});
+  batch.labels = Tensor(Shape{b, 1});
+  batch.dense_names = layout.dense_names;
+  batch.dense_widths = layout.dense_widths;
+  batch.sparse = layout.sparse;
+  for (SparseFeature& f : batch.sparse) f.offsets = {0};
+  for (size_t i = begin; i < end; ++i) {
+    const int64_t r = static_cast<int64_t>(i - begin);
+    batch.dense.at(r, 0) = examples[i].x0;
+    batch.dense.at(r, 1) = examples[i].x1;
+    batch.labels[r] = examples[i].label;
+    for (SparseFeature& f : batch.sparse) {
+      f.ids.push_back(examples[i].cat * 7919 + 1);
+      f.offsets.push_back(static_cast<int64_t>(f.ids.size()));
+    }
+  }
+  return batch;
+}
+
+// Batches of a fixed list, `epochs` times (0 = forever).
+class VectorSource final : public BatchSource {
+ public:
+  VectorSource(std::vector<FeatureBatch> batches, int64_t epochs)
+      : batches_(std::move(batches)), epochs_(epochs) {}
+  absl::Status Next(FeatureBatch* batch) override {
+    if (next_ == batches_.size()) {
+      ++done_epochs_;
+      next_ = 0;
+    }
+    if (epochs_ > 0 && done_epochs_ >= epochs_) return absl::OutOfRangeError("end of input");
+    *batch = batches_[next_++];
+    return absl::OkStatus();
+  }
+  int64_t epochs_completed() const override { return done_epochs_; }
+
+ private:
+  std::vector<FeatureBatch> batches_;
+  int64_t epochs_;
+  size_t next_ = 0;
+  int64_t done_epochs_ = 0;
+};
+
+InputFn Input(const std::vector<Example>& examples, int64_t batch_size, int64_t epochs) {
+  const FeatureLayout layout = Layout();
+  std::vector<FeatureBatch> batches;
+  for (size_t i = 0; i < examples.size(); i += static_cast<size_t>(batch_size)) {
+    batches.push_back(ToBatch(
+        examples, i, std::min(examples.size(), i + static_cast<size_t>(batch_size)), layout));
+  }
+  return [batches, epochs]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
+    return std::make_unique<VectorSource>(batches, epochs);
+  };
+}
+
+class EstimatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = JoinPath(::testing::TempDir(),
+                    absl::StrCat("estimator_test_",
+                                 ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    FileSystem& fs = **fs_.For(dir_);
+    if (fs.FileExists(dir_).value_or(false)) ASSERT_TRUE(fs.DeleteRecursively(dir_).ok());
+    train_ = MakeExamples(2000, 1);
+    eval_ = MakeExamples(1000, 2);
+  }
+
+  EstimatorConfig Config(const std::string& type, const std::string& model_dir) {
+    EstimatorConfig config;
+    absl::StatusOr<const ModelFn*> fn = GlobalModelRegistry().Find(type);
+    EXPECT_TRUE(fn.ok()) << fn.status();
+    config.model_fn = **fn;
+    config.params.type = type;
+    config.params.hidden_units = {16, 8};
+    config.layout = Layout();
+    if (type == "linear") {
+      config.layout.sparse.erase(config.layout.sparse.begin());  // no embedding
+    }
+    if (type == "dnn") config.layout.sparse.pop_back();  // no wide column
+    config.optimizer = OptimizerOptions{.name = "adagrad", .learning_rate = 0.1f};
+    config.wide_optimizer = OptimizerOptions{.name = "ftrl", .learning_rate = 0.2f};
+    config.run.model_dir = model_dir;
+    config.run.save_checkpoints_steps = 0;
+    config.run.log_step_count_steps = 50;
+    config.run.seed = 7;
+    return config;
+  }
+
+  std::unique_ptr<Estimator> Make(const std::string& type, const std::string& model_dir,
+                                  int shards = 1) {
+    EstimatorConfig config = Config(type, model_dir);
+    config.num_ps_shards = shards;
+    auto estimator = Estimator::Create(fs_, std::move(config));
+    EXPECT_TRUE(estimator.ok()) << estimator.status();
+    return std::move(*estimator);
+  }
+
+  FileSystems& fs_ = DefaultFileSystems();
+  std::string dir_;
+  std::vector<Example> train_;
+  std::vector<Example> eval_;
+};
+
+#define ASSERT_OK_AND_ASSIGN(lhs, expr)            \
+  auto lhs##_or = (expr);                          \
+  ASSERT_TRUE(lhs##_or.ok()) << lhs##_or.status(); \
+  auto lhs = std::move(*lhs##_or)
+
+TEST_F(EstimatorTest, EveryPremadeModelLearnsTheSyntheticTask) {
+  for (const std::string type : {"linear", "dnn", "wide_deep", "deepfm"}) {
+    SCOPED_TRACE(type);
+    EstimatorConfig config = Config(type, JoinPath(dir_, type));
+    if (type == "deepfm") {
+      // DeepFM needs two embedding fields: the same ids twice under another name and table.
+      SparseFeature second = config.layout.sparse[0];
+      second.name = "cat_embedding_2";
+      second.table = "cat_embedding_2";
+      config.layout.sparse.insert(config.layout.sparse.begin() + 1, second);
+    }
+    ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(fs_, config));
+    const FeatureLayout layout = config.layout;
+    auto make_input = [&](const std::vector<Example>& examples, int64_t epochs) -> InputFn {
+      std::vector<FeatureBatch> batches;
+      for (size_t i = 0; i < examples.size(); i += 50) {
+        FeatureBatch b = ToBatch(examples, i, std::min(examples.size(), i + 50), Layout());
+        if (type == "linear") b.sparse.erase(b.sparse.begin());
+        if (type == "dnn") b.sparse.pop_back();
+        if (type == "deepfm") {
+          SparseFeature second = b.sparse[0];
+          second.name = "cat_embedding_2";
+          second.table = "cat_embedding_2";
+          b.sparse.insert(b.sparse.begin() + 1, second);
+        }
+        batches.push_back(std::move(b));
+      }
+      return [batches, epochs]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
+        return std::make_unique<VectorSource>(batches, epochs);
+      };
+    };
+    ASSERT_OK_AND_ASSIGN(trained, estimator->Train(make_input(train_, 5), {}));
+    EXPECT_EQ(trained.stop_reason, "input exhausted");
+    EXPECT_EQ(trained.global_step, 200);  // 2000 / 50 x 5 epochs
+    EXPECT_EQ(trained.examples, 10000);
+    EXPECT_EQ(trained.epochs_completed, 5);
+    ASSERT_OK_AND_ASSIGN(eval, estimator->Evaluate(make_input(eval_, 1), {}));
+    EXPECT_EQ(eval.examples, 1000);
+    EXPECT_GT(eval.metrics["accuracy"], 0.85);
+    EXPECT_GT(eval.metrics["auc"], 0.92);
+    EXPECT_LT(eval.metrics["loss"], 0.4);
+  }
+}
+
+TEST_F(EstimatorTest, MaxStepsAndEpochsStopWhicheverComesFirst) {
+  // 40 batches per epoch.
+  auto estimator = Make("wide_deep", dir_);
+  ASSERT_OK_AND_ASSIGN(a, estimator->Train(Input(train_, 50, 1), {.max_steps = 25}));
+  EXPECT_EQ(a.global_step, 25);
+  EXPECT_EQ(a.stop_reason, "max_steps");
+  // max_steps beyond what 1 epoch gives: the input ends first (25 + 40 = 65 < 100).
+  ASSERT_OK_AND_ASSIGN(b, estimator->Train(Input(train_, 50, 1), {.max_steps = 100}));
+  EXPECT_EQ(b.global_step, 65);
+  EXPECT_EQ(b.stop_reason, "input exhausted");
+  // steps counts from the current global step.
+  ASSERT_OK_AND_ASSIGN(c, estimator->Train(Input(train_, 50, 0), {.steps = 10}));
+  EXPECT_EQ(c.global_step, 75);
+  EXPECT_EQ(c.stop_reason, "steps");
+  // Already past max_steps: nothing to do, not an error.
+  ASSERT_OK_AND_ASSIGN(d, estimator->Train(Input(train_, 50, 0), {.max_steps = 70}));
+  EXPECT_EQ(d.global_step, 75);
+  EXPECT_EQ(d.steps, 0);
+  // Every call ended with a checkpoint of its last step.
+  FileSystem& fs = **fs_.For(dir_);
+  ASSERT_OK_AND_ASSIGN(latest, LatestCheckpoint(fs, dir_));
+  EXPECT_EQ(Basename(latest), "ckpt-75");
+}
+
+TEST_F(EstimatorTest, ResumingEqualsTrainingStraightThrough) {
+  const std::string straight = JoinPath(dir_, "straight");
+  const std::string resumed = JoinPath(dir_, "resumed");
+  {
+    auto estimator = Make("wide_deep", straight);
+    ASSERT_TRUE(estimator->Train(Input(train_, 50, 0), {.max_steps = 30}).ok());
+  }
+  {
+    auto first = Make("wide_deep", resumed);
+    ASSERT_TRUE(first->Train(Input(train_, 50, 0), {.max_steps = 12}).ok());
+  }
+  // A new process: resumes at step 12 from the checkpoint (values and optimizer slots). The input
+  // is re-opened from its start, so feed it from example 12 * 50 to keep the same order.
+  std::vector<Example> rest(train_.begin() + 600, train_.end());
+  rest.insert(rest.end(), train_.begin(), train_.begin() + 600);
+  {
+    auto second = Make("wide_deep", resumed);
+    ASSERT_OK_AND_ASSIGN(result, second->Train(Input(rest, 50, 0), {.max_steps = 30}));
+    EXPECT_EQ(result.steps, 18);
+    EXPECT_EQ(result.global_step, 30);
+  }
+  auto a = Make("wide_deep", straight);
+  auto b = Make("wide_deep", resumed);
+  ASSERT_OK_AND_ASSIGN(ea, a->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  ASSERT_OK_AND_ASSIGN(eb, b->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  EXPECT_EQ(ea.global_step, 30);
+  EXPECT_EQ(eb.global_step, 30);
+  EXPECT_DOUBLE_EQ(ea.metrics["loss"], eb.metrics["loss"]);
+  EXPECT_DOUBLE_EQ(ea.metrics["auc"], eb.metrics["auc"]);
+}
+
+TEST_F(EstimatorTest, ShardCountDoesNotChangeTraining) {
+  auto one = Make("wide_deep", JoinPath(dir_, "one"), 1);
+  auto three = Make("wide_deep", JoinPath(dir_, "three"), 3);
+  ASSERT_TRUE(one->Train(Input(train_, 50, 1), {}).ok());
+  ASSERT_TRUE(three->Train(Input(train_, 50, 1), {}).ok());
+  ASSERT_OK_AND_ASSIGN(e1, one->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  ASSERT_OK_AND_ASSIGN(e3, three->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  EXPECT_DOUBLE_EQ(e1.metrics["loss"], e3.metrics["loss"]);
+  // The 3-shard checkpoint restores into one shard with the same result.
+  EstimatorConfig config = Config("wide_deep", JoinPath(dir_, "three"));
+  ASSERT_OK_AND_ASSIGN(reread, Estimator::Create(fs_, config));
+  ASSERT_OK_AND_ASSIGN(er, reread->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  EXPECT_DOUBLE_EQ(er.metrics["loss"], e3.metrics["loss"]);
+}
+
+TEST_F(EstimatorTest, CorruptLatestCheckpointFallsBackToThePreviousOne) {
+  {
+    auto estimator = Make("wide_deep", dir_);
+    ASSERT_TRUE(estimator->Train(Input(train_, 50, 0), {.max_steps = 10}).ok());
+    ASSERT_TRUE(estimator->Train(Input(train_, 50, 0), {.max_steps = 20}).ok());
+  }
+  // Tear the newest checkpoint's data file.
+  FileSystem& fs = **fs_.For(dir_);
+  const std::string ckpt = JoinPath(dir_, "ckpt-20");
+  ASSERT_OK_AND_ASSIGN(children, fs.GetChildren(ckpt));
+  for (const std::string& child : children) {
+    if (child.find(".data") == std::string::npos) continue;
+    ASSERT_OK_AND_ASSIGN(content, ReadFileToString(fs, JoinPath(ckpt, child)));
+    ASSERT_TRUE(
+        WriteStringToFile(fs, JoinPath(ckpt, child), content.substr(0, content.size() / 2)).ok());
+  }
+  auto estimator = Make("wide_deep", dir_);
+  ASSERT_OK_AND_ASSIGN(eval, estimator->Evaluate(Input(eval_, 100, 1), {}));
+  EXPECT_EQ(eval.global_step, 10);
+  EXPECT_EQ(Basename(eval.checkpoint), "ckpt-10");
+}
+
+TEST_F(EstimatorTest, EvaluateWithoutAModelIsAFailedPrecondition) {
+  auto estimator = Make("wide_deep", dir_);
+  auto eval = estimator->Evaluate(Input(eval_, 100, 1), {});
+  EXPECT_EQ(eval.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(eval.status().message(), HasSubstr("train the model first"));
+}
+
+TEST_F(EstimatorTest, EvaluationWritesMetricsJsonAndEvents) {
+  auto estimator = Make("wide_deep", dir_);
+  ASSERT_TRUE(estimator->Train(Input(train_, 50, 1), {}).ok());
+  ASSERT_OK_AND_ASSIGN(eval, estimator->Evaluate(Input(eval_, 100, 1), {.steps = 3}));
+  EXPECT_EQ(eval.examples, 300);
+  FileSystem& fs = **fs_.For(dir_);
+  ASSERT_OK_AND_ASSIGN(text, ReadFileToString(fs, JoinPath(dir_, "eval/metrics.json")));
+  nlohmann::json json = nlohmann::json::parse(text);
+  EXPECT_EQ(json["global_step"], 40);
+  EXPECT_EQ(json["examples"], 300);
+  EXPECT_DOUBLE_EQ(json["metrics"]["auc"].get<double>(), eval.metrics["auc"]);
+  EXPECT_DOUBLE_EQ(json["metrics"]["loss"].get<double>(), eval.metrics["loss"]);
+  ASSERT_OK_AND_ASSIGN(eval_files, fs.GetChildren(JoinPath(dir_, "eval")));
+  EXPECT_TRUE(std::any_of(eval_files.begin(), eval_files.end(), [](const std::string& f) {
+    return f.rfind("events.out.tfevents.", 0) == 0;
+  }));
+}
+
+// Records the order hooks are called in.
+class RecordingHook final : public SessionRunHook {
+ public:
+  absl::Status Begin(RunContext&) override { return Add("begin"); }
+  absl::Status AfterCreateSession(RunContext& c) override {
+    return Add(absl::StrCat("session@", c.global_step));
+  }
+  absl::Status BeforeRun(RunContext&) override { return Add("before"); }
+  absl::Status AfterRun(RunContext& c) override {
+    return Add(absl::StrCat("after@", c.global_step));
+  }
+  absl::Status End(RunContext&) override { return Add("end"); }
+  std::vector<std::string> calls;
+
+ private:
+  absl::Status Add(std::string call) {
+    calls.push_back(std::move(call));
+    return absl::OkStatus();
+  }
+};
+
+TEST_F(EstimatorTest, HooksRunInOrderAndCanStopTraining) {
+  auto estimator = Make("wide_deep", dir_);
+  RecordingHook recorder;
+  StopAtStepHook stop(2);
+  ASSERT_OK_AND_ASSIGN(result,
+                       estimator->Train(Input(train_, 50, 0), {.hooks = {&recorder, &stop}}));
+  EXPECT_EQ(result.global_step, 2);
+  EXPECT_EQ(result.stop_reason, "stop at step 2");
+  EXPECT_THAT(recorder.calls,
+              ElementsAre("begin", "session@0", "before", "after@1", "before", "after@2", "end"));
+}
+
+TEST_F(EstimatorTest, NanLossFailsNamingTheStep) {
+  auto estimator = Make("wide_deep", dir_);
+  std::vector<Example> bad = train_;
+  bad[120].x0 = std::nanf("");
+  auto result = estimator->Train(Input(bad, 50, 1), {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(result.status().message(), HasSubstr("NaN loss"));
+  EXPECT_THAT(result.status().message(), HasSubstr("global step 3"));
+}
+
+TEST_F(EstimatorTest, EarlyStoppingStopsOnAStalledMetric) {
+  auto estimator = Make("wide_deep", dir_);
+  // A metric that never improves: patience 2 stops after the third evaluation.
+  EarlyStoppingHook early("auc", /*lower_is_better=*/false, 2);
+  for (double auc : {0.9, 0.8, 0.85}) {
+    EvalResult eval;
+    eval.metrics["auc"] = auc;
+    estimator->RecordEvaluation(eval);
+  }
+  RunContext context;
+  context.estimator = estimator.get();
+  ASSERT_TRUE(early.AfterRun(context).ok());
+  EXPECT_TRUE(context.stop_requested);
+  EXPECT_THAT(context.stop_reason, HasSubstr("auc did not improve in 2 evaluations"));
+}
+
+TEST_F(EstimatorTest, ModelFnErrorsAreClear) {
+  EstimatorConfig config = Config("wide_deep", dir_);
+  config.model_fn = [](ModelContext& ctx, const Tensor&, Mode mode,
+                       const ModelConfig&) -> absl::StatusOr<EstimatorSpec> {
+    nn::Var w = ctx.Variable("w", Shape{2, 1}, GlorotUniformInit());
+    nn::Var logits = nn::MatMul(ctx.DenseInput(), w);
+    EstimatorSpec spec;
+    spec.mode = mode;
+    spec.predictions = {{"logits", logits}};
+    return spec;  // no loss
+  };
+  ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(fs_, config));
+  auto result = estimator->Train(Input(train_, 50, 1), {});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(),
+              HasSubstr("model_fn in mode TRAIN: the EstimatorSpec has no loss"));
+
+  config.model_fn = [](ModelContext& ctx, const Tensor& labels, Mode mode,
+                       const ModelConfig&) -> absl::StatusOr<EstimatorSpec> {
+    nn::Var e = ctx.Embedding("no_such_feature");
+    return MakeBinaryHead()->CreateSpec(e, labels, mode);
+  };
+  ASSERT_OK_AND_ASSIGN(other, Estimator::Create(fs_, config));
+  result = other->Train(Input(train_, 50, 1), {});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("sparse feature 'no_such_feature'"));
+}
+
+TEST_F(EstimatorTest, MulticlassLabelOutOfRangeIsAnError) {
+  EstimatorConfig config = Config("dnn", dir_);
+  config.params.head = "multiclass";
+  config.params.num_classes = 3;
+  ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(fs_, config));
+  std::vector<Example> bad = train_;
+  bad[3].label = 7;
+  std::vector<FeatureBatch> batches = {ToBatch(bad, 0, 50, Layout())};
+  batches[0].sparse.pop_back();
+  InputFn input = [batches]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
+    return std::make_unique<VectorSource>(batches, 1);
+  };
+  auto result = estimator->Train(input, {});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("label of example 3 in the batch is 7"));
+}
+
+TEST_F(EstimatorTest, PredictGivesOnePredictionPerExample) {
+  auto estimator = Make("wide_deep", dir_);
+  ASSERT_TRUE(estimator->Train(Input(train_, 50, 2), {}).ok());
+  int64_t rows = 0;
+  int64_t correct = 0;
+  ASSERT_TRUE(estimator
+                  ->Predict(Input(eval_, 64, 1), {},
+                            [&](const PredictBatch& batch) -> absl::Status {
+                              for (const auto& [name, value] : batch.outputs) {
+                                if (name != "class_ids") continue;
+                                for (int64_t i = 0; i < batch.batch_size; ++i) {
+                                  correct += (*value)[i] == eval_[rows + i].label;
+                                }
+                              }
+                              rows += batch.batch_size;
+                              return absl::OkStatus();
+                            })
+                  .ok());
+  EXPECT_EQ(rows, 1000);
+  EXPECT_GT(correct, 850);
+}
+
+TEST_F(EstimatorTest, TrainAndEvaluateWritesSummaryAndExports) {
+  EstimatorConfig config = Config("wide_deep", dir_);
+  config.export_config_yaml = "model: {type: wide_deep}\n";
+  ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(fs_, config));
+  TrainSpec train{Input(train_, 50, 2), 0, {}};
+  EvalSpec eval;
+  eval.input = Input(eval_, 100, 1);
+  eval.throttle_secs = 0;
+  eval.exporters = {ExporterConfig{"best", "best", "auc", 1},
+                    ExporterConfig{"final", "final", "loss", 2}};
+  ASSERT_OK_AND_ASSIGN(result, TrainAndEvaluate(*estimator, train, eval));
+  EXPECT_EQ(result.train.global_step, 80);
+  ASSERT_TRUE(result.final_eval.has_value());
+  FileSystem& fs = **fs_.For(dir_);
+  ASSERT_OK_AND_ASSIGN(text, ReadFileToString(fs, JoinPath(dir_, "summary.json")));
+  nlohmann::json summary = nlohmann::json::parse(text);
+  EXPECT_EQ(summary["global_step"], 80);
+  EXPECT_EQ(summary["examples"], 4000);
+  EXPECT_EQ(summary["epochs_completed"], 2);
+  EXPECT_DOUBLE_EQ(summary["metrics"]["auc"].get<double>(), result.final_eval->metrics["auc"]);
+  EXPECT_GT(summary["wall_time_secs"].get<double>(), 0.0);
+  const std::string final_export = JoinPath(dir_, "export/final/80");
+  EXPECT_EQ(summary["export_path"], final_export);
+  ASSERT_OK_AND_ASSIGN(meta, ReadFileToString(fs, JoinPath(final_export, "export.json")));
+  EXPECT_EQ(nlohmann::json::parse(meta)["global_step"], 80);
+  ASSERT_OK_AND_ASSIGN(yaml, ReadFileToString(fs, JoinPath(final_export, "config.yaml")));
+  EXPECT_EQ(yaml, "model: {type: wide_deep}\n");
+  EXPECT_TRUE(LatestCheckpoint(fs, JoinPath(final_export, "variables")).ok());
+  // Evaluations ran during training (throttle 0: after every step) and the best exporter kept 1.
+  EXPECT_GE(estimator->evaluations().size(), 2u);
+  ASSERT_OK_AND_ASSIGN(best, fs.GetChildren(JoinPath(dir_, "export/best")));
+  int numbered = 0;
+  for (const std::string& name : best) numbered += name != "best.json";
+  EXPECT_EQ(numbered, 1);
+}
+
+}  // namespace
+}  // namespace shoal

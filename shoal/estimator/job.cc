@@ -1,0 +1,99 @@
+#include "shoal/estimator/job.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "shoal/base/status.h"
+#include "shoal/data/feature_set.h"
+
+namespace shoal {
+namespace {
+
+// A FeatureInput as the Estimator's BatchSource.
+class FeatureInputSource final : public BatchSource {
+ public:
+  FeatureInputSource(std::unique_ptr<FeatureInput> input, int64_t num_epochs)
+      : input_(std::move(input)), num_epochs_(num_epochs) {}
+
+  absl::Status Next(FeatureBatch* batch) override {
+    absl::Status status = input_->Next(batch);
+    if (absl::IsOutOfRange(status)) exhausted_ = true;
+    return status;
+  }
+  PipelineStats Stats() const override { return input_->Stats(); }
+  // Known when the input ended (its num_epochs are done); -1 while it runs.
+  int64_t epochs_completed() const override { return exhausted_ ? num_epochs_ : -1; }
+
+ private:
+  std::unique_ptr<FeatureInput> input_;
+  int64_t num_epochs_;
+  bool exhausted_ = false;
+};
+
+FeatureLayout LayoutOf(const FeatureSet& features) {
+  FeatureLayout layout;
+  layout.dense_names = features.dense_names();
+  layout.dense_widths = features.dense_widths();
+  layout.sparse = features.sparse_specs();
+  return layout;
+}
+
+}  // namespace
+
+absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs, const JobConfig& job,
+                                                       const ModelRegistry& models) {
+  const bool has_train = !job.train_input.files.empty();
+  const InputConfig& input = has_train ? job.train_input : job.eval_input;
+  const char* name = has_train ? "input.train" : "input.eval";
+  if (input.files.empty()) {
+    return absl::InvalidArgumentError(
+        "the config has neither input.train nor input.eval: nothing defines the model's input");
+  }
+  ASSIGN_OR_RETURN(Schema schema, InputSchema(fs, input), name);
+  ASSIGN_OR_RETURN(FeatureSet features, FeatureSet::Create(job.features, schema, fs), name);
+  ASSIGN_OR_RETURN(const ModelFn* model_fn, models.Find(job.model.type), "model.type");
+
+  EstimatorConfig config;
+  config.model_fn = *model_fn;
+  config.params = job.model;
+  config.layout = LayoutOf(features);
+  config.optimizer = job.optimizer;
+  config.wide_optimizer = job.wide_optimizer;
+  config.run = job.run;
+  config.export_config_yaml = JobConfigToYaml(job);
+  return config;
+}
+
+InputFn InputFromConfig(FileSystems& fs, const FeatureColumns& columns, const InputConfig& input,
+                        std::string name, FeatureInput::Options options) {
+  return [&fs, columns, input, name = std::move(name),
+          options]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<FeatureInput> reader,
+                     FeatureInput::Create(fs, columns, input, name, options));
+    const int64_t epochs =
+        options.num_epochs_override >= 0 ? options.num_epochs_override : input.num_epochs;
+    return std::make_unique<FeatureInputSource>(std::move(reader), epochs);
+  };
+}
+
+TrainSpec TrainSpecFromJob(FileSystems& fs, const JobConfig& job) {
+  TrainSpec spec;
+  spec.input = InputFromConfig(fs, job.features, job.train_input, "input.train");
+  spec.max_steps = job.run.max_steps;
+  return spec;
+}
+
+EvalSpec EvalSpecFromJob(FileSystems& fs, const JobConfig& job) {
+  EvalSpec spec;
+  if (!job.eval_input.files.empty()) {
+    spec.input = InputFromConfig(fs, job.features, job.eval_input, "input.eval");
+  }
+  spec.steps = job.eval.steps;
+  spec.start_delay_secs = job.eval.start_delay_secs;
+  spec.throttle_secs = job.eval.throttle_secs;
+  spec.exporters = job.eval.exporters;
+  return spec;
+}
+
+}  // namespace shoal

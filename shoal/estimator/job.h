@@ -1,0 +1,41 @@
+// A job from its YAML config (job_config.h): the Estimator and the inputs the CLI's train,
+// evaluate, predict and export commands run on.
+//
+//   ASSIGN_OR_RETURN(JobConfig job, LoadJobConfig(fs, path, overrides));
+//   ASSIGN_OR_RETURN(EstimatorConfig config, EstimatorConfigFromJob(fs, job,
+//   GlobalModelRegistry())); ASSIGN_OR_RETURN(auto estimator, Estimator::Create(fs,
+//   std::move(config))); ASSIGN_OR_RETURN(auto result, TrainAndEvaluate(*estimator,
+//   TrainSpecFromJob(fs, job),
+//                                                  EvalSpecFromJob(fs, job)));
+//
+// The model's feature layout comes from the feature columns applied to the schema of the train
+// input (or, without one, the eval input), read without starting a pipeline (InputSchema).
+// Errors: the config's own (NOT_FOUND for a missing data file, INVALID_ARGUMENT for columns that
+// do not fit the data, both naming the input), and NOT_FOUND for an unknown model.type listing
+// the known ones (plugins add theirs).
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "shoal/estimator/estimator.h"
+#include "shoal/estimator/input.h"
+#include "shoal/estimator/job_config.h"
+#include "shoal/estimator/models.h"
+#include "shoal/io/file_systems.h"
+
+namespace shoal {
+
+[[nodiscard]] absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs,
+                                                                     const JobConfig& job,
+                                                                     const ModelRegistry& models);
+
+// Opens `input` (named `name` in errors, e.g. "input.eval") from its start on each call.
+InputFn InputFromConfig(FileSystems& fs, const FeatureColumns& columns, const InputConfig& input,
+                        std::string name, FeatureInput::Options options = {});
+
+// input.train with run.max_steps; input.eval with the eval section (no input when not set).
+TrainSpec TrainSpecFromJob(FileSystems& fs, const JobConfig& job);
+EvalSpec EvalSpecFromJob(FileSystems& fs, const JobConfig& job);
+
+}  // namespace shoal

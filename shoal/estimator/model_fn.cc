@@ -1,0 +1,360 @@
+#include "shoal/estimator/model_fn.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "shoal/base/status.h"
+#include "shoal/nn/ops.h"
+
+namespace shoal {
+
+absl::string_view ModeName(Mode mode) {
+  switch (mode) {
+    case Mode::kTrain:
+      return "TRAIN";
+    case Mode::kEval:
+      return "EVAL";
+    case Mode::kPredict:
+      return "PREDICT";
+  }
+  return "?";
+}
+
+absl::Status ValidateSpec(const EstimatorSpec& spec, Mode mode, int64_t batch_size) {
+  const std::string where = absl::StrCat("model_fn in mode ", ModeName(mode), ": ");
+  if (spec.mode != mode) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "returned an EstimatorSpec for mode ", ModeName(spec.mode)));
+  }
+  if (mode == Mode::kTrain || mode == Mode::kEval) {
+    if (spec.loss == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "the EstimatorSpec has no loss"));
+    }
+    if (spec.loss->value.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "the loss has ", spec.loss->value.size(), " elements; it must be a scalar"));
+    }
+  }
+  if (mode == Mode::kTrain && !spec.loss->requires_grad) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "the loss does not depend on any trainable parameter"));
+  }
+  if (mode == Mode::kPredict && spec.predictions.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "the EstimatorSpec has no predictions"));
+  }
+  for (const auto& [name, value] : spec.predictions) {
+    if (value == nullptr || value->value.rank() < 1 || value->value.dim(0) != batch_size) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "prediction '", name,
+                                                     "' must have the batch size ", batch_size,
+                                                     " as its first dimension"));
+    }
+  }
+  for (const MetricOp& metric : spec.metrics) {
+    if (metric.name.empty() || !metric.make) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "a metric has no name or no factory"));
+    }
+    if (metric.name == "loss") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "metric name 'loss' is reserved (the Estimator adds it)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t FeatureLayout::dense_width() const {
+  int64_t width = 0;
+  for (int64_t w : dense_widths) width += w;
+  return width;
+}
+
+DenseInitializer Zeros() { return DenseInitializer{}; }
+
+DenseInitializer GlorotUniformInit() {
+  DenseInitializer init;
+  init.kind = DenseInitializer::Kind::kGlorotUniform;
+  return init;
+}
+
+ModelContext::ModelContext(FeatureLayout layout, std::vector<OptimizerGroupSpec> groups,
+                           uint64_t seed)
+    : layout_(std::move(layout)), groups_(std::move(groups)), seed_(seed) {}
+
+void ModelContext::Fail(absl::Status status) {
+  if (status_.ok() && !status.ok()) status_ = std::move(status);
+}
+
+nn::Var ModelContext::Placeholder(const Shape& shape) { return nn::Leaf(Tensor(shape)); }
+
+bool ModelContext::KnownGroup(absl::string_view group) {
+  for (const OptimizerGroupSpec& g : groups_) {
+    if (g.name == group) return true;
+  }
+  std::vector<std::string> names;
+  for (const OptimizerGroupSpec& g : groups_) names.push_back(g.name);
+  Fail(absl::InvalidArgumentError(absl::StrCat("unknown optimizer group '", group,
+                                               "' (groups: ", absl::StrJoin(names, ", "), ")")));
+  return false;
+}
+
+absl::StatusOr<int> ModelContext::FindFeature(absl::string_view feature) const {
+  for (size_t i = 0; i < layout_.sparse.size(); ++i) {
+    if (layout_.sparse[i].name == feature) return static_cast<int>(i);
+  }
+  std::vector<std::string> names;
+  for (const SparseFeature& f : layout_.sparse) names.push_back(f.name);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model asks for sparse feature '", feature,
+      "', which the features do not produce (have: ", absl::StrJoin(names, ", "), ")"));
+}
+
+void ModelContext::BeginRecording() {
+  recording_ = true;
+  mode_ = Mode::kTrain;
+  status_ = absl::OkStatus();
+  dense_specs_.clear();
+  table_specs_.clear();
+  dense_index_.clear();
+  table_index_.clear();
+  recording_batch_ = FeatureBatch{};
+  recording_batch_.batch_size = 1;
+  recording_batch_.dense = Tensor(Shape{1, layout_.dense_width()});
+  recording_batch_.dense_names = layout_.dense_names;
+  recording_batch_.dense_widths = layout_.dense_widths;
+  recording_batch_.sparse = layout_.sparse;
+  for (SparseFeature& f : recording_batch_.sparse) {
+    f.ids.clear();
+    f.weights.clear();
+    f.offsets.assign(2, 0);
+  }
+  recording_batch_.labels = Tensor(Shape{1, 1});
+  batch_ = &recording_batch_;
+  batch_size_ = 1;
+  rng_ = Rng(seed_);
+  dense_input_ = nullptr;
+  tables_.clear();
+}
+
+ModelSpec ModelContext::RecordedSpec() const {
+  ModelSpec spec;
+  spec.seed = seed_;
+  spec.groups = groups_;
+  spec.dense = dense_specs_;
+  spec.tables = table_specs_;
+  return spec;
+}
+
+absl::Status ModelContext::BeginStep(const FeatureBatch& batch, Mode mode, int64_t step,
+                                     ParameterClient* client) {
+  recording_ = false;
+  status_ = absl::OkStatus();
+  mode_ = mode;
+  batch_ = &batch;
+  batch_size_ = batch.batch_size;
+  step_ = step;
+  client_ = client;
+  rng_ = Rng(Mix64(seed_ ^ Mix64(static_cast<uint64_t>(step))));
+  dense_input_ = nullptr;
+  tables_.clear();
+  if (batch.dense.rank() != 2 || batch.dense.dim(0) != batch.batch_size ||
+      batch.dense.dim(1) != layout_.dense_width()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch dense features have shape ", ShapeToString(batch.dense.shape()),
+                     "; the model expects [", batch.batch_size, ", ", layout_.dense_width(), "]"));
+  }
+  if (batch.sparse.size() != layout_.sparse.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("batch has ", batch.sparse.size(),
+                                                   " sparse features; the model expects ",
+                                                   layout_.sparse.size()));
+  }
+  RETURN_IF_ERROR(sparse_.Build(batch));
+  const ModelSpec& spec = client->spec();
+  if (bound_index_.size() != spec.dense.size()) {
+    bound_index_.clear();
+    for (size_t i = 0; i < spec.dense.size(); ++i) {
+      bound_index_[spec.dense[i].name] = static_cast<int>(i);
+    }
+  }
+  RETURN_IF_ERROR(client->PullDense(&dense_values_));
+  dense_leaves_.assign(dense_values_.size(), nullptr);
+  return absl::OkStatus();
+}
+
+nn::Var ModelContext::DenseInput() {
+  if (dense_input_ == nullptr) dense_input_ = nn::Leaf(batch_->dense);
+  return dense_input_;
+}
+
+nn::Var ModelContext::Variable(absl::string_view name, const Shape& shape,
+                               const DenseInitializer& init, absl::string_view group) {
+  if (!status_.ok()) return Placeholder(shape);
+  if (!KnownGroup(group)) return Placeholder(shape);
+  const std::string key(name);
+  if (recording_) {
+    auto it = dense_index_.find(key);
+    if (it == dense_index_.end()) {
+      dense_index_[key] = static_cast<int>(dense_specs_.size());
+      dense_specs_.push_back(DenseVariableSpec{key, shape, init, std::string(group)});
+    } else {
+      const DenseVariableSpec& known = dense_specs_[it->second];
+      if (known.shape != shape || known.group != group) {
+        Fail(absl::InvalidArgumentError(absl::StrCat(
+            "variable '", name,
+            "' declared twice with different shape or group: ", ShapeToString(known.shape), " in '",
+            known.group, "' and ", ShapeToString(shape), " in '", group, "'")));
+      }
+    }
+    return Placeholder(shape);
+  }
+  auto it = bound_index_.find(key);
+  if (it == bound_index_.end()) {
+    Fail(absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "' was not declared when the model was first built (",
+                     ModeName(Mode::kTrain), "); declare every variable in every mode")));
+    return Placeholder(shape);
+  }
+  const int index = it->second;
+  if (client_->spec().dense[index].shape != shape) {
+    Fail(absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "' asked for with shape ", ShapeToString(shape),
+                     " but it has ", ShapeToString(client_->spec().dense[index].shape))));
+    return Placeholder(shape);
+  }
+  if (dense_leaves_[index] == nullptr) {
+    dense_leaves_[index] = nn::Leaf(std::move(dense_values_[index]), training());
+  }
+  return dense_leaves_[index];
+}
+
+nn::Var ModelContext::TableRows(const std::string& table, int64_t dim, absl::string_view group) {
+  if (recording_) {
+    auto it = table_index_.find(table);
+    if (it == table_index_.end()) {
+      table_index_[table] = static_cast<int>(table_specs_.size());
+      TableSpec spec;
+      spec.name = table;
+      spec.dim = dim;
+      spec.group = std::string(group);
+      table_specs_.push_back(std::move(spec));
+    } else if (table_specs_[it->second].dim != dim || table_specs_[it->second].group != group) {
+      Fail(absl::InvalidArgumentError(absl::StrCat(
+          "table '", table, "' used with different width or group: ", table_specs_[it->second].dim,
+          " in '", table_specs_[it->second].group, "' and ", dim, " in '", group, "'")));
+    }
+    return Placeholder(Shape{0, dim});
+  }
+  auto found = tables_.find(table);
+  if (found != tables_.end()) return found->second.rows;
+  const int index = sparse_.FindTable(table);
+  if (index < 0) {
+    Fail(absl::InternalError(absl::StrCat("table '", table, "' missing from the batch")));
+    return Placeholder(Shape{0, dim});
+  }
+  absl::StatusOr<int64_t> known_dim = client_->TableDim(table);
+  if (!known_dim.ok() || *known_dim != dim) {
+    Fail(absl::InvalidArgumentError(
+        absl::StrCat("table '", table, "' was not declared with width ", dim,
+                     " when the model was first built; declare every table in every mode")));
+    return Placeholder(Shape{0, dim});
+  }
+  const std::vector<uint64_t>& ids = sparse_.tables()[index].ids;
+  Tensor rows(Shape{static_cast<int64_t>(ids.size()), dim});
+  const absl::Status looked_up =
+      client_->Lookup(table, ids, training() ? LookupMode::kTrain : LookupMode::kInference, step_,
+                      absl::MakeSpan(rows.data(), static_cast<size_t>(rows.size())));
+  if (!looked_up.ok()) {
+    Fail(looked_up);
+    return Placeholder(Shape{0, dim});
+  }
+  TableState state;
+  state.sparse_table = index;
+  state.rows = nn::Leaf(std::move(rows), training());
+  tables_[table] = state;
+  return state.rows;
+}
+
+namespace {
+
+nn::Combiner CombinerOf(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::kSum:
+      return nn::Combiner::kSum;
+    case Pooling::kMean:
+      return nn::Combiner::kMean;
+    case Pooling::kSqrtN:
+      return nn::Combiner::kSqrtN;
+  }
+  return nn::Combiner::kSum;
+}
+
+}  // namespace
+
+nn::Var ModelContext::Embedding(absl::string_view feature, absl::string_view group) {
+  absl::StatusOr<int> index = FindFeature(feature);
+  const int64_t fallback_dim = index.ok() ? std::max<int64_t>(layout_.sparse[*index].dim, 1) : 1;
+  if (!index.ok()) {
+    Fail(index.status());
+    return Placeholder(Shape{batch_size_, fallback_dim});
+  }
+  const SparseFeature& spec = layout_.sparse[*index];
+  if (spec.dim <= 0) {
+    Fail(absl::InvalidArgumentError(absl::StrCat(
+        "feature '", feature, "' has no embedding dimension (a wide column): use Linear()")));
+    return Placeholder(Shape{batch_size_, 1});
+  }
+  if (!status_.ok() || !KnownGroup(group)) return Placeholder(Shape{batch_size_, spec.dim});
+  nn::Var rows = TableRows(spec.table, spec.dim, group);
+  if (recording_ || !status_.ok()) return Placeholder(Shape{batch_size_, spec.dim});
+  return nn::EmbeddingPool(rows, sparse_.features()[*index].ids, CombinerOf(spec.pooling));
+}
+
+nn::Var ModelContext::Linear(absl::string_view feature, int64_t units, absl::string_view group) {
+  absl::StatusOr<int> index = FindFeature(feature);
+  if (!index.ok()) {
+    Fail(index.status());
+    return Placeholder(Shape{batch_size_, units});
+  }
+  if (units < 1) {
+    Fail(absl::InvalidArgumentError(absl::StrCat("Linear('", feature, "'): units must be >= 1")));
+    return Placeholder(Shape{batch_size_, 1});
+  }
+  if (!status_.ok() || !KnownGroup(group)) return Placeholder(Shape{batch_size_, units});
+  const SparseFeature& spec = layout_.sparse[*index];
+  nn::Var rows = TableRows(spec.table, units, group);
+  if (recording_ || !status_.ok()) return Placeholder(Shape{batch_size_, units});
+  // Linear terms sum the weights of an example's ids (with their weights), whatever the
+  // feature's pooling for embeddings: TF's linear model does the same.
+  return nn::EmbeddingPool(rows, sparse_.features()[*index].ids, nn::Combiner::kSum);
+}
+
+absl::Status ModelContext::PushGradients(int64_t step) {
+  for (auto& [name, state] : tables_) {
+    const nn::Var& rows = state.rows;
+    if (rows->grad.size() == 0 || rows->value.dim(0) == 0) continue;
+    const std::vector<uint64_t>& ids = sparse_.tables()[state.sparse_table].ids;
+    RETURN_IF_ERROR_CTX(
+        client_->PushSparse(
+            name, ids,
+            absl::MakeConstSpan(rows->grad.data(), static_cast<size_t>(rows->grad.size())), step),
+        "pushing the gradients of table '", name, "'");
+  }
+  std::vector<Tensor> grads(dense_leaves_.size());
+  bool any = false;
+  for (size_t i = 0; i < dense_leaves_.size(); ++i) {
+    if (dense_leaves_[i] == nullptr || dense_leaves_[i]->grad.size() == 0) continue;
+    grads[i] = std::move(dense_leaves_[i]->grad);
+    any = true;
+  }
+  if (any) RETURN_IF_ERROR_CTX(client_->PushDense(grads, step), "pushing dense gradients");
+  return absl::OkStatus();
+}
+
+void ModelContext::EndStep() {
+  tables_.clear();
+  dense_leaves_.clear();
+  dense_input_ = nullptr;
+  batch_ = nullptr;
+}
+
+}  // namespace shoal

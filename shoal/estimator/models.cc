@@ -1,0 +1,198 @@
+#include "shoal/estimator/models.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "shoal/base/logging.h"
+#include "shoal/base/status.h"
+#include "shoal/estimator/heads.h"
+#include "shoal/nn/dense.h"
+#include "shoal/nn/ops.h"
+
+namespace shoal {
+namespace {
+
+// The sparse features a model uses, split by kind.
+struct FeatureKinds {
+  std::vector<std::string> embeddings;  // dim > 0
+  std::vector<std::string> wide;        // dim == 0 (WideColumn outputs)
+};
+
+FeatureKinds SplitFeatures(const FeatureLayout& layout) {
+  FeatureKinds kinds;
+  for (const SparseFeature& f : layout.sparse) {
+    (f.dim > 0 ? kinds.embeddings : kinds.wide).push_back(f.name);
+  }
+  return kinds;
+}
+
+absl::StatusOr<nn::Activation> ActivationOf(const ModelConfig& config) {
+  if (config.activation == "relu") return nn::Activation::kRelu;
+  if (config.activation == "tanh") return nn::Activation::kTanh;
+  if (config.activation == "sigmoid") return nn::Activation::kSigmoid;
+  return absl::InvalidArgumentError(
+      absl::StrCat("model.activation: unknown activation '", config.activation, "'"));
+}
+
+absl::Status CheckCommon(const ModelConfig& config) {
+  if (config.batch_norm) {
+    return absl::UnimplementedError(
+        "model.batch_norm: batch normalisation is not available in the pre-made models yet "
+        "(its moving statistics are not parameter-server variables); set it to false");
+  }
+  return absl::OkStatus();
+}
+
+// The deep tower: concat(dense features, embeddings) -> hidden layers -> [B, units] logits.
+nn::Var DeepLogits(ModelContext& ctx, const FeatureKinds& kinds, const ModelConfig& config,
+                   nn::Activation activation, int64_t units, const std::string& scope) {
+  std::vector<nn::Var> inputs;
+  int64_t width = 0;
+  if (ctx.layout().dense_width() > 0) {
+    inputs.push_back(ctx.DenseInput());
+    width += ctx.layout().dense_width();
+  }
+  for (const std::string& name : kinds.embeddings) {
+    nn::Var e = ctx.Embedding(name, "deep");
+    width += e->value.dim(1);
+    inputs.push_back(std::move(e));
+  }
+  nn::Var x = inputs.size() == 1 ? inputs[0] : nn::Concat(inputs, 1);
+  for (size_t i = 0; i < config.hidden_units.size(); ++i) {
+    const int64_t out = config.hidden_units[i];
+    const std::string layer = absl::StrCat(scope, "/hidden_", i);
+    nn::Var kernel =
+        ctx.Variable(layer + "/kernel", Shape{width, out}, GlorotUniformInit(), "deep");
+    nn::Var bias = ctx.Variable(layer + "/bias", Shape{out}, Zeros(), "deep");
+    x = nn::Activate(nn::BiasAdd(nn::MatMul(x, kernel), bias), activation);
+    if (config.dropout > 0) x = nn::Dropout(x, config.dropout, ctx.rng(), ctx.training());
+    width = out;
+  }
+  nn::Var kernel =
+      ctx.Variable(scope + "/logits/kernel", Shape{width, units}, GlorotUniformInit(), "deep");
+  nn::Var bias = ctx.Variable(scope + "/logits/bias", Shape{units}, Zeros(), "deep");
+  return nn::BiasAdd(nn::MatMul(x, kernel), bias);
+}
+
+// The linear part: wide columns' weights, optionally dense features x kernel, and a bias.
+nn::Var LinearLogits(ModelContext& ctx, const FeatureKinds& kinds, bool use_dense, int64_t units,
+                     const std::string& scope) {
+  nn::Var logits = ctx.Variable(scope + "/bias", Shape{units}, Zeros(), "wide");
+  // [B, units] from a broadcast of the bias: start from zeros and add.
+  nn::Var sum = nn::BiasAdd(nn::Leaf(Tensor(Shape{ctx.batch_size(), units})), logits);
+  for (const std::string& name : kinds.wide) sum = nn::Add(sum, ctx.Linear(name, units, "wide"));
+  if (use_dense && ctx.layout().dense_width() > 0) {
+    nn::Var kernel = ctx.Variable(scope + "/dense_kernel", Shape{ctx.layout().dense_width(), units},
+                                  Zeros(), "wide");
+    sum = nn::Add(sum, nn::MatMul(ctx.DenseInput(), kernel));
+  }
+  return sum;
+}
+
+absl::StatusOr<EstimatorSpec> Finish(ModelContext& ctx, const nn::Var& logits, const Head& head,
+                                     const Tensor& labels, Mode mode) {
+  if (!ctx.status().ok()) return ctx.status();
+  return head.CreateSpec(logits, labels, mode);
+}
+
+absl::StatusOr<EstimatorSpec> LinearModel(ModelContext& ctx, const Tensor& labels, Mode mode,
+                                          const ModelConfig& config) {
+  RETURN_IF_ERROR(CheckCommon(config));
+  ASSIGN_OR_RETURN(std::unique_ptr<Head> head, CreateHead(config));
+  const FeatureKinds kinds = SplitFeatures(ctx.layout());
+  if (!kinds.embeddings.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.type linear: feature '", kinds.embeddings[0],
+        "' is an embedding column, which a linear model does not use (use wide_deep or dnn)"));
+  }
+  nn::Var logits = LinearLogits(ctx, kinds, /*use_dense=*/true, head->logits_dimension(), "linear");
+  return Finish(ctx, logits, *head, labels, mode);
+}
+
+absl::StatusOr<EstimatorSpec> DnnModel(ModelContext& ctx, const Tensor& labels, Mode mode,
+                                       const ModelConfig& config) {
+  RETURN_IF_ERROR(CheckCommon(config));
+  ASSIGN_OR_RETURN(std::unique_ptr<Head> head, CreateHead(config));
+  ASSIGN_OR_RETURN(nn::Activation activation, ActivationOf(config));
+  const FeatureKinds kinds = SplitFeatures(ctx.layout());
+  if (!kinds.wide.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.type dnn: feature '", kinds.wide[0],
+        "' is a wide column, which a dnn does not use (use wide_deep, or an embedding column)"));
+  }
+  nn::Var logits = DeepLogits(ctx, kinds, config, activation, head->logits_dimension(), "dnn");
+  return Finish(ctx, logits, *head, labels, mode);
+}
+
+absl::StatusOr<EstimatorSpec> WideDeepModel(ModelContext& ctx, const Tensor& labels, Mode mode,
+                                            const ModelConfig& config) {
+  RETURN_IF_ERROR(CheckCommon(config));
+  ASSIGN_OR_RETURN(std::unique_ptr<Head> head, CreateHead(config));
+  ASSIGN_OR_RETURN(nn::Activation activation, ActivationOf(config));
+  const FeatureKinds kinds = SplitFeatures(ctx.layout());
+  if (kinds.wide.empty()) {
+    return absl::InvalidArgumentError(
+        "model.type wide_deep: features.wide is empty (the linear part needs wide columns)");
+  }
+  const int64_t units = head->logits_dimension();
+  nn::Var linear = LinearLogits(ctx, kinds, /*use_dense=*/false, units, "linear");
+  nn::Var deep = DeepLogits(ctx, kinds, config, activation, units, "dnn");
+  return Finish(ctx, nn::Add(linear, deep), *head, labels, mode);
+}
+
+absl::StatusOr<EstimatorSpec> DeepFmModel(ModelContext& ctx, const Tensor& labels, Mode mode,
+                                          const ModelConfig& config) {
+  RETURN_IF_ERROR(CheckCommon(config));
+  ASSIGN_OR_RETURN(std::unique_ptr<Head> head, CreateHead(config));
+  ASSIGN_OR_RETURN(nn::Activation activation, ActivationOf(config));
+  if (head->logits_dimension() != 1) {
+    return absl::InvalidArgumentError(
+        "model.type deepfm: the factorisation-machine term is one logit; use head binary or "
+        "regression");
+  }
+  const FeatureKinds kinds = SplitFeatures(ctx.layout());
+  if (kinds.embeddings.size() < 2) {
+    return absl::InvalidArgumentError(
+        "model.type deepfm: needs at least two embedding columns for the pairwise term");
+  }
+  int64_t dim = -1;
+  for (const SparseFeature& f : ctx.layout().sparse) {
+    if (f.dim == 0) continue;
+    if (dim >= 0 && f.dim != dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.type deepfm: embedding '", f.name, "' has dimension ", f.dim,
+                       " but the others have ", dim, "; the pairwise term needs one dimension"));
+    }
+    dim = f.dim;
+  }
+  std::vector<nn::Var> fields;
+  fields.reserve(kinds.embeddings.size());
+  for (const std::string& name : kinds.embeddings) fields.push_back(ctx.Embedding(name, "deep"));
+  nn::Var fm = nn::FmInteraction(nn::Concat(fields, 1), static_cast<int>(fields.size()));
+  nn::Var first = LinearLogits(ctx, kinds, /*use_dense=*/true, 1, "linear");
+  nn::Var deep = DeepLogits(ctx, kinds, config, activation, 1, "dnn");
+  return Finish(ctx, nn::Add(nn::Add(first, fm), deep), *head, labels, mode);
+}
+
+}  // namespace
+
+absl::Status RegisterBuiltinModels(ModelRegistry* registry) {
+  RETURN_IF_ERROR(registry->Register("linear", LinearModel));
+  RETURN_IF_ERROR(registry->Register("dnn", DnnModel));
+  RETURN_IF_ERROR(registry->Register("wide_deep", WideDeepModel));
+  RETURN_IF_ERROR(registry->Register("deepfm", DeepFmModel));
+  return absl::OkStatus();
+}
+
+ModelRegistry& GlobalModelRegistry() {
+  static ModelRegistry* registry = [] {
+    auto* r = new ModelRegistry("model");
+    const absl::Status status = RegisterBuiltinModels(r);
+    CHECK(status.ok()) << status.ToString();
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace shoal
