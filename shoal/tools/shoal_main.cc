@@ -17,6 +17,7 @@
 #include "shoal/tools/convert.h"
 #include "shoal/tools/inspect.h"
 #include "shoal/tools/inspect_checkpoint.h"
+#include "shoal/tools/job_commands.h"
 #include "shoal/tools/quickstart.h"
 
 namespace shoal {
@@ -153,6 +154,54 @@ void AddConvert(CLI::App& app, ConvertOptions& options, std::string& bad_records
   });
 }
 
+// train / evaluate / predict / export share the job flags.
+CLI::App* AddJobCommand(CLI::App& app, const std::string& name, const std::string& help,
+                        JobCommandOptions& options) {
+  CLI::App* cmd = app.add_subcommand(name, help);
+  cmd->add_option("CONFIG", options.config, "The job's YAML config (docs/config.md)")->required();
+  cmd->add_option("--set", options.overrides,
+                  "Override a config key, e.g. --set run.max_steps=500 (repeatable; the value "
+                  "is YAML)");
+  cmd->add_option("--model-dir", options.model_dir, "Model directory (overrides model_dir)");
+  cmd->add_option("--plugin", options.plugins,
+                  "Shared library registering more model types (docs/plugins.md; repeatable)");
+  return cmd;
+}
+
+void AddJobCommands(CLI::App& app, JobCommandOptions& options, int& exit_code) {
+  auto run = [&options,
+              &exit_code](absl::Status (*command)(const JobCommandOptions&, std::ostream&)) {
+    return [&options, &exit_code, command] {
+      absl::Status status = command(options, std::cout);
+      std::cout.flush();
+      if (!status.ok()) exit_code = ReportError(status);
+    };
+  };
+  AddJobCommand(app, "train",
+                "Train the config's model; evaluate and export as the eval section says; write "
+                "MODEL_DIR/summary.json",
+                options)
+      ->callback(run(RunTrainCommand));
+  CLI::App* evaluate = AddJobCommand(
+      app, "evaluate",
+      "Evaluate the latest checkpoint on input.eval; write MODEL_DIR/eval/metrics.json", options);
+  evaluate->add_option("--steps", options.eval_steps, "Batches to evaluate (default: eval.steps)");
+  evaluate->callback(run(RunEvaluateCommand));
+  CLI::App* predict = AddJobCommand(
+      app, "predict",
+      "Predictions of the latest checkpoint as JSON lines, for input.eval or --input files",
+      options);
+  predict->add_option("--input", options.predict_inputs,
+                      "Files or globs in the config input's format (default: input.eval)");
+  predict->add_option("--output", options.predict_output, "JSON-lines file (default: stdout)");
+  predict->callback(run(RunPredictCommand));
+  CLI::App* exporter = AddJobCommand(
+      app, "export", "Export the latest checkpoint (docs/formats.md, \"Export\")", options);
+  exporter->add_option("--export-dir", options.export_dir,
+                       "Base directory (default: MODEL_DIR/export/manual)");
+  exporter->callback(run(RunExportCommand));
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -169,6 +218,8 @@ int Main(int argc, char** argv) {
   AddConvert(app, convert, convert_bad_records, exit_code);
   GenDataFlags gen_data;
   AddGenData(app, gen_data, exit_code);
+  JobCommandOptions job;
+  AddJobCommands(app, job, exit_code);
   app.add_subcommand("version", "Print the version")->callback([] {
     std::printf("shoal %s\n", kVersion);
   });

@@ -1,0 +1,153 @@
+#include "shoal/tools/job_commands.h"
+
+#include <fstream>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "shoal/base/status.h"
+#include "shoal/estimator/estimator.h"
+#include "shoal/estimator/job.h"
+#include "shoal/estimator/job_config.h"
+#include "shoal/estimator/models.h"
+#include "shoal/estimator/plugin.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/io/path.h"
+
+namespace shoal {
+namespace {
+
+struct Job {
+  JobConfig config;
+  std::unique_ptr<Estimator> estimator;
+};
+
+absl::StatusOr<Job> LoadJob(const JobCommandOptions& options) {
+  FileSystems& fs = DefaultFileSystems();
+  for (const std::string& plugin : options.plugins) {
+    RETURN_IF_ERROR(LoadModelPlugin(plugin, &GlobalModelRegistry()));
+  }
+  std::vector<std::string> overrides = options.overrides;
+  if (!options.model_dir.empty()) overrides.push_back("model_dir=" + options.model_dir);
+  Job job;
+  ASSIGN_OR_RETURN(job.config, LoadJobConfig(fs, options.config, overrides));
+  ASSIGN_OR_RETURN(EstimatorConfig config,
+                   EstimatorConfigFromJob(fs, job.config, GlobalModelRegistry()));
+  ASSIGN_OR_RETURN(job.estimator, Estimator::Create(fs, std::move(config)));
+  return job;
+}
+
+void PrintMetrics(const std::map<std::string, double>& metrics, std::ostream& out) {
+  for (const auto& [name, value] : metrics) out << absl::StrFormat("  %-16s %.4f\n", name, value);
+}
+
+}  // namespace
+
+absl::Status RunTrainCommand(const JobCommandOptions& options, std::ostream& out) {
+  ASSIGN_OR_RETURN(Job job, LoadJob(options));
+  FileSystems& fs = DefaultFileSystems();
+  if (job.config.train_input.files.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.config, ": input.train is not set: nothing to train on"));
+  }
+  ASSIGN_OR_RETURN(TrainAndEvaluateResult result,
+                   TrainAndEvaluate(*job.estimator, TrainSpecFromJob(fs, job.config),
+                                    EvalSpecFromJob(fs, job.config)));
+  out << absl::StrFormat("trained: global_step %d, %d examples, %.1f s (%s)\n",
+                         result.train.global_step, result.train.examples, result.wall_seconds,
+                         result.train.stop_reason);
+  if (result.final_eval.has_value()) {
+    out << "final evaluation (" << result.final_eval->examples << " examples):\n";
+    PrintMetrics(result.final_eval->metrics, out);
+  }
+  for (const std::string& path : result.exports) out << "exported: " << path << "\n";
+  out << "summary: " << JoinPath(job.config.run.model_dir, "summary.json") << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RunEvaluateCommand(const JobCommandOptions& options, std::ostream& out) {
+  ASSIGN_OR_RETURN(Job job, LoadJob(options));
+  FileSystems& fs = DefaultFileSystems();
+  if (job.config.eval_input.files.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.config, ": input.eval is not set: nothing to evaluate on"));
+  }
+  EvalOptions eval;
+  eval.steps = options.eval_steps >= 0 ? options.eval_steps : job.config.eval.steps;
+  ASSIGN_OR_RETURN(
+      EvalResult result,
+      job.estimator->Evaluate(
+          InputFromConfig(fs, job.config.features, job.config.eval_input, "input.eval"), eval));
+  out << "evaluation of " << (result.checkpoint.empty() ? "the model" : result.checkpoint)
+      << " at global step " << result.global_step << " (" << result.examples << " examples):\n";
+  PrintMetrics(result.metrics, out);
+  out << "metrics: " << JoinPath(JoinPath(job.config.run.model_dir, "eval"), "metrics.json")
+      << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RunPredictCommand(const JobCommandOptions& options, std::ostream& out) {
+  ASSIGN_OR_RETURN(Job job, LoadJob(options));
+  FileSystems& fs = DefaultFileSystems();
+  InputConfig input = job.config.eval_input;
+  if (!options.predict_inputs.empty()) {
+    if (input.files.empty()) input = job.config.train_input;
+    input.files = options.predict_inputs;
+  }
+  if (input.files.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.config, ": nothing to predict on: set input.eval or pass --input FILES"));
+  }
+  input.num_epochs = 1;
+  input.shuffle_files = false;
+  input.pipeline.shuffle_buffer = 0;
+  input.pipeline.drop_remainder = false;
+  FeatureInput::Options reader;
+  reader.require_label = false;
+  std::ofstream file;
+  std::ostream* sink = &out;
+  if (!options.predict_output.empty()) {
+    file.open(options.predict_output, std::ios::out | std::ios::trunc);
+    if (!file) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot write predictions to ", options.predict_output));
+    }
+    sink = &file;
+  }
+  int64_t rows = 0;
+  RETURN_IF_ERROR(job.estimator->Predict(
+      InputFromConfig(fs, job.config.features, input, "input.predict", reader), {},
+      [&](const PredictBatch& batch) -> absl::Status {
+        for (int64_t i = 0; i < batch.batch_size; ++i) {
+          nlohmann::json line = nlohmann::json::object();
+          for (const auto& [name, value] : batch.outputs) {
+            const int64_t width = value->size() / batch.batch_size;
+            std::vector<float> row(value->data() + i * width, value->data() + (i + 1) * width);
+            line[name] = row;
+          }
+          *sink << line.dump() << "\n";
+        }
+        rows += batch.batch_size;
+        return absl::OkStatus();
+      }));
+  sink->flush();
+  if (!*sink) return absl::DataLossError("writing the predictions failed");
+  if (!options.predict_output.empty()) {
+    out << "predicted " << rows << " examples into " << options.predict_output << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunExportCommand(const JobCommandOptions& options, std::ostream& out) {
+  ASSIGN_OR_RETURN(Job job, LoadJob(options));
+  const std::string base = options.export_dir.empty()
+                               ? JoinPath(JoinPath(job.config.run.model_dir, "export"), "manual")
+                               : options.export_dir;
+  ASSIGN_OR_RETURN(std::string path, job.estimator->Export(base));
+  out << "exported: " << path << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace shoal
