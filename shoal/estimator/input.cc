@@ -1,5 +1,6 @@
 #include "shoal/estimator/input.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -130,7 +131,23 @@ absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& 
                                                                    const Options& options) {
   const HoldoutOptions holdout = input.Holdout();
   RETURN_IF_ERROR_CTX(ValidateHoldoutOptions(holdout), name);
-  ASSIGN_OR_RETURN(InputPlan plan, PlanInput(fs, input), name);
+  // Prediction input may lack the label column that the declared schema lists (the schema is
+  // usually shared with the training input): drop it when the CSV header does not name it.
+  InputConfig effective = input;
+  const std::string& label = columns.label.source;
+  if (!options.require_label && !label.empty() && input.header &&
+      (input.format == "csv" || input.format == "tsv")) {
+    ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFiles(fs, input.files), name);
+    ASSIGN_OR_RETURN(const std::vector<std::string> header,
+                     ReadCsvHeader(fs, files.front(), input.format == "tsv" ? '\t' : ','), name);
+    if (std::find(header.begin(), header.end(), label) == header.end()) {
+      std::vector<ColumnSpec>& declared = effective.schema.columns;
+      declared.erase(std::remove_if(declared.begin(), declared.end(),
+                                    [&](const ColumnSpec& c) { return c.name == label; }),
+                     declared.end());
+    }
+  }
+  ASSIGN_OR_RETURN(InputPlan plan, PlanInput(fs, effective), name);
   const Schema& schema = plan.parser->schema();
 
   FeatureColumns used = columns;

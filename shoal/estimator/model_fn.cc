@@ -331,7 +331,7 @@ nn::Var ModelContext::Linear(absl::string_view feature, int64_t units, absl::str
 absl::Status ModelContext::PushGradients(int64_t step) {
   for (auto& [name, state] : tables_) {
     const nn::Var& rows = state.rows;
-    if (rows->grad.size() == 0 || rows->value.dim(0) == 0) continue;
+    if (rows->grad.empty() || rows->value.dim(0) == 0) continue;
     const std::vector<uint64_t>& ids = sparse_.tables()[state.sparse_table].ids;
     RETURN_IF_ERROR_CTX(
         client_->PushSparse(
@@ -342,7 +342,7 @@ absl::Status ModelContext::PushGradients(int64_t step) {
   std::vector<Tensor> grads(dense_leaves_.size());
   bool any = false;
   for (size_t i = 0; i < dense_leaves_.size(); ++i) {
-    if (dense_leaves_[i] == nullptr || dense_leaves_[i]->grad.size() == 0) continue;
+    if (dense_leaves_[i] == nullptr || dense_leaves_[i]->grad.empty()) continue;
     grads[i] = std::move(dense_leaves_[i]->grad);
     any = true;
   }

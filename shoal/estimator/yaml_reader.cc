@@ -67,6 +67,36 @@ absl::Status YamlSource::Error(const YAML::Node& node, absl::string_view path,
   return absl::InvalidArgumentError(absl::StrCat(Where(node), ": ", path, ": ", message));
 }
 
+namespace {
+
+// How many times `target` occurs in the tree under `node`: more than once when an alias shares
+// the anchored node.
+int CountRefs(const YAML::Node& node, const YAML::Node& target) {
+  int count = node.is(target) ? 1 : 0;
+  if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end(); ++it) count += CountRefs(it->second, target);
+  } else if (node.IsSequence()) {
+    for (auto it = node.begin(); it != node.end(); ++it) count += CountRefs(*it, target);
+  }
+  return count;
+}
+
+// Replaces map[key] by `value`. Assigning to the entry's node would write through it, and an alias
+// may share that node (`eval: {schema: *schema}`): the entry is removed and re-inserted instead.
+void ReplaceValue(YAML::Node& map, const std::string& key, const YAML::Node& value) {
+  YAML::Node key_node;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == key) {
+      key_node.reset(it->first);
+      break;
+    }
+  }
+  map.remove(key);
+  map.force_insert(key_node, value);
+}
+
+}  // namespace
+
 absl::Status YamlSource::ApplyOverride(YAML::Node& root, const std::string& text) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos) {
@@ -118,12 +148,21 @@ absl::Status YamlSource::ApplyOverride(YAML::Node& root, const std::string& text
       continue;
     }
     if (last) {
-      child = value;  // rebinds the map's entry to the override's node
+      ReplaceValue(map, keys[i], value);
     } else if (child.IsNull()) {
       YAML::Node fresh(YAML::NodeType::Map);
       AddOverride(fresh, text);
-      child = fresh;  // rebinds the map's entry
+      ReplaceValue(map, keys[i], fresh);
       map.reset(fresh);
+    } else if (child.IsMap() && CountRefs(root, child) > 1) {
+      // An anchored map that an alias shares: give this path its own (shallow) copy, so the
+      // override does not change the other path too.
+      YAML::Node copy(YAML::NodeType::Map);
+      for (auto it = child.begin(); it != child.end(); ++it)
+        copy.force_insert(it->first, it->second);
+      AddOverride(copy, text);
+      ReplaceValue(map, keys[i], copy);
+      map.reset(copy);
     } else {
       map.reset(child);
     }

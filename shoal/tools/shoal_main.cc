@@ -107,6 +107,11 @@ void AddGenData(CLI::App& app, GenDataFlags& flags, int& exit_code) {
       ->check(CLI::Range(1, 100000));
   ctr->add_option("--target-ctr", flags.ctr.target_ctr, "Mean click probability")
       ->capture_default_str();
+  ctr->add_option("--max-vocabulary", flags.ctr.max_vocabulary,
+                  "Largest per-column vocabulary (smaller: easier to learn from fewer rows)")
+      ->capture_default_str();
+  ctr->add_option("--min-vocabulary", flags.ctr.min_vocabulary, "Smallest per-column vocabulary")
+      ->capture_default_str();
   ctr->callback([&flags, &exit_code] {
     auto result = GenerateCtrData(DefaultFileSystems(), flags.out_dir, flags.ctr);
     if (!result.ok()) {
@@ -240,7 +245,9 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message (or the help); its own exit codes are replaced by the usage
+    // convention: 0 for --help / --version, 2 for any other parse error.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   return exit_code;
 }
