@@ -1,0 +1,111 @@
+"""TensorBoard loads what `shoal train` writes: the training scalars in MODEL_DIR (loss, speed,
+input stall, embedding table sizes every run.log_step_count_steps steps) and the evaluation in
+MODEL_DIR/eval, which must equal summary.json's and eval/metrics.json's figures. TensorBoard is the
+PyPI package of scripts/requirements-test.txt; the binary comes from $SHOAL_BIN, set by ctest
+(shoal/tools/CMakeLists.txt):
+
+    SHOAL_BIN=build/shoal $(scripts/python-env.sh) -m pytest -q \\
+        shoal/tools/tensorboard_estimator_test.py
+
+The data set and config are job_cli_test.py's (write_job).
+"""
+import json
+import logging
+import math
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from job_cli_test import FINAL_STEP, write_job
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from tensorboard.backend.event_processing import event_accumulator  # noqa: E402
+
+LOG_STEPS = 4
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    shoal = os.environ.get("SHOAL_BIN")
+    if not shoal or not os.access(shoal, os.X_OK):
+        pytest.fail("set SHOAL_BIN to the built shoal binary (ctest does)")
+    directory = tmp_path_factory.mktemp("job")
+    job = write_job(directory, directory / "model", log_step_count_steps=LOG_STEPS)
+    result = subprocess.run([shoal, "train", job.config], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    return job
+
+
+@pytest.fixture
+def no_tensorboard_warnings(caplog):
+    """Fails the test if TensorBoard logs a warning about our files, or (at DEBUG) a truncated or
+    corrupt record, as in shoal/summary/tensorboard_compat_test.py."""
+    caplog.set_level(logging.DEBUG, logger="tensorboard")
+    yield
+    complaints = [r.getMessage() for r in caplog.get_records("call")
+                  if r.levelno >= logging.WARNING
+                  or re.search(r"truncated|corrupt|data ?loss", r.getMessage(), re.IGNORECASE)]
+    assert not complaints, complaints
+
+
+def load_scalars(directory):
+    """{tag: [(step, value)]} of the event files in `directory`."""
+    accumulator = event_accumulator.EventAccumulator(
+        str(directory), size_guidance={event_accumulator.SCALARS: 0})
+    accumulator.Reload()
+    return {tag: [(e.step, e.value) for e in accumulator.Scalars(tag)]
+            for tag in accumulator.Tags()["scalars"]}
+
+
+def read_json(*path):
+    with open(os.path.join(*map(str, path))) as f:
+        return json.load(f)
+
+
+def test_training_scalars(job, no_tensorboard_warnings):
+    scalars = load_scalars(job.model_dir)
+    tables = {"wide", "city_embedding"}  # wide columns share "wide"; embedding: column + _embedding
+    assert set(scalars) == {"loss", "global_step/sec", "examples/sec", "input/stall_fraction"} | {
+        f"embedding/{table}/{figure}" for table in tables for figure in ("rows", "bytes")}
+
+    # Every LOG_STEPS steps, and once more at the end of training.
+    final_step = read_json(job.model_dir, "summary.json")["global_step"]
+    assert final_step == FINAL_STEP
+    steps = list(range(LOG_STEPS, final_step + 1, LOG_STEPS))
+    if final_step % LOG_STEPS:
+        steps.append(final_step)
+    for tag, points in scalars.items():
+        assert [step for step, _ in points] == steps, tag
+        assert all(math.isfinite(value) for _, value in points), tag
+
+    assert all(0 < loss < 1.5 for _, loss in scalars["loss"]), scalars["loss"]
+    assert all(value > 0 for _, value in scalars["examples/sec"])
+    assert all(value > 0 for _, value in scalars["global_step/sec"])
+    assert all(0 <= value <= 1 for _, value in scalars["input/stall_fraction"])
+
+    # A row per id seen: at most the distinct ids of the training data (hashing may merge some).
+    cities = {row["city"] for row in job.train_rows}
+    colors = {row["color"] for row in job.train_rows}
+    for table, ids in (("city_embedding", len(cities)), ("wide", len(cities) + len(colors))):
+        rows = [value for _, value in scalars[f"embedding/{table}/rows"]]
+        assert all(0 < r <= ids for r in rows), (table, rows)
+        assert rows == sorted(rows), (table, rows)  # tables only grow
+        assert all(value > 0 for _, value in scalars[f"embedding/{table}/bytes"]), table
+
+
+def test_evaluation_scalars_equal_the_metrics_files(job, no_tensorboard_warnings):
+    summary = read_json(job.model_dir, "summary.json")
+    written = read_json(job.model_dir, "eval", "metrics.json")
+    assert written["global_step"] == summary["global_step"]
+    assert written["metrics"] == summary["metrics"]
+
+    scalars = load_scalars(os.path.join(job.model_dir, "eval"))
+    assert set(scalars) == set(written["metrics"])
+    for tag, points in scalars.items():
+        # One evaluation (eval.throttle_secs is longer than the run): the final one.
+        assert [step for step, _ in points] == [summary["global_step"]], tag
+        assert points[0][1] == np.float32(written["metrics"][tag]), tag
