@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
@@ -58,6 +59,16 @@ absl::Status ValidateDenseInitializer(const DenseInitializer& init, const Shape&
   return absl::InvalidArgumentError("unknown dense initializer kind");
 }
 
+// Checkpoint entries of table parts are "<table>@part-K-of-N" (ps/parameter_server.h), so no
+// name may contain that marker.
+absl::Status CheckReservedName(absl::string_view name) {
+  if (absl::StrContains(name, "@part-")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model spec: name '", name, "' contains '@part-', reserved for checkpoint table parts"));
+  }
+  return absl::OkStatus();
+}
+
 bool SameOptions(const OptimizerOptions& a, const OptimizerOptions& b) {
   return a.name == b.name && a.learning_rate == b.learning_rate && a.momentum == b.momentum &&
          a.use_nesterov == b.use_nesterov &&
@@ -110,6 +121,7 @@ absl::Status ValidateModelSpec(const ModelSpec& spec) {
       return absl::InvalidArgumentError(
           absl::StrCat("model spec: name '", v.name, "' is repeated"));
     }
+    RETURN_IF_ERROR(CheckReservedName(v.name));
     RETURN_IF_ERROR_CTX(ValidateShape(v.shape), "model spec: dense variable '", v.name, "'");
     RETURN_IF_ERROR_CTX(ValidateDenseInitializer(v.initializer, v.shape),
                         "model spec: dense variable '", v.name, "'");
@@ -127,6 +139,7 @@ absl::Status ValidateModelSpec(const ModelSpec& spec) {
       return absl::InvalidArgumentError(
           absl::StrCat("model spec: name '", t.name, "' is repeated"));
     }
+    RETURN_IF_ERROR(CheckReservedName(t.name));
     if (t.dim < 1 || t.dim > HashEmbeddingTable::kMaxDim) {
       return absl::InvalidArgumentError(
           absl::StrCat("model spec: table '", t.name, "' dim must be in [1, ",

@@ -84,7 +84,10 @@ struct ModelSpec {
   bool operator==(const ModelSpec&) const = default;
 };
 
-// INVALID_ARGUMENT naming the field: empty or repeated names, unknown groups, bad shapes or dims,
+// INVALID_ARGUMENT naming the field: empty or repeated names (variables and tables share one
+// namespace), names containing "@part-" (reserved for checkpoint entries of table parts), unknown
+// groups, shapes with a dimension < 1, initializers that cannot apply (glorot on a scalar, stddev
+// <= 0), table dims outside [1, HashEmbeddingTable::kMaxDim], min_count outside [1, 255],
 // optimizer options CreateOptimizer rejects.
 [[nodiscard]] absl::Status ValidateModelSpec(const ModelSpec& spec);
 

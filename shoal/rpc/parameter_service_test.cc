@@ -131,6 +131,8 @@ TEST_F(ValidateModelSpecTest, ErrorsNameTheField) {
               HasSubstr("'dnn/hidden_0/kernel' is repeated"));
   EXPECT_THAT(Error([](ModelSpec& s) { s.tables[0].name = "dnn/hidden_0/bias"; }),
               HasSubstr("'dnn/hidden_0/bias' is repeated"));
+  EXPECT_THAT(Error([](ModelSpec& s) { s.tables[1].name = "emb@part-00000-of-00001"; }),
+              HasSubstr("reserved"));
   EXPECT_THAT(Error([](ModelSpec& s) { s.dense[2].group = "nope"; }),
               HasSubstr("dense variable 'dnn/logits/kernel' names unknown group 'nope'"));
   EXPECT_THAT(Error([](ModelSpec& s) { s.tables[1].group = "nope"; }),

@@ -124,7 +124,7 @@ absl::Status ParameterClient::PushDense(absl::Span<const Tensor> grads, int64_t 
   }
   // Shapes are checked here too, so that no shard applies anything when one gradient is bad.
   for (size_t i = 0; i < grads.size(); ++i) {
-    if (grads[i].size() != 0 && grads[i].shape() != spec_.dense[i].shape) {
+    if (!grads[i].empty() && grads[i].shape() != spec_.dense[i].shape) {
       return absl::InvalidArgumentError(absl::StrCat(
           "PushDense: gradient of '", spec_.dense[i].name, "' has shape ",
           ShapeToString(grads[i].shape()), ", the variable ", ShapeToString(spec_.dense[i].shape)));
@@ -133,7 +133,7 @@ absl::Status ParameterClient::PushDense(absl::Span<const Tensor> grads, int64_t 
   std::vector<std::vector<std::string>> names(shards_.size());
   std::vector<std::vector<Tensor>> per_shard(shards_.size());
   for (size_t i = 0; i < grads.size(); ++i) {
-    if (grads[i].size() == 0) continue;
+    if (grads[i].empty()) continue;
     names[dense_shard_[i]].push_back(spec_.dense[i].name);
   }
   // One shard holding every pushed variable takes `grads` as they are; otherwise each shard gets
@@ -142,7 +142,7 @@ absl::Status ParameterClient::PushDense(absl::Span<const Tensor> grads, int64_t 
     return AnnotateCat(shards_[0]->PushDense(names[0], grads, step), "PushDense to shard 0 of 1");
   }
   for (size_t i = 0; i < grads.size(); ++i) {
-    if (grads[i].size() != 0) per_shard[dense_shard_[i]].push_back(grads[i]);
+    if (!grads[i].empty()) per_shard[dense_shard_[i]].push_back(grads[i]);
   }
   for (int k = 0; k < num_shards(); ++k) {
     if (names[k].empty()) continue;

@@ -48,7 +48,9 @@ class ParameterClient {
 
   // Validates `spec` (ValidateModelSpec) and initialises every shard with it.
   [[nodiscard]] absl::Status Initialize(const ModelSpec& spec);
-  // Restores every shard from `checkpoint_dir` (any number of shards wrote it) with `spec`.
+  // Restores every shard from `checkpoint_dir` (any number of shards wrote it) with `spec`, the
+  // shards in parallel. After a failure the shards may hold different states, so the client is
+  // unusable (FAILED_PRECONDITION) until an Initialize or Restore succeeds.
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec, absl::string_view checkpoint_dir);
 
   // All dense variables, in spec.dense order (values resized to spec.dense.size()).
@@ -56,10 +58,11 @@ class ParameterClient {
   // grads[i] is the gradient of spec.dense[i]; an empty tensor (size 0) skips that variable.
   [[nodiscard]] absl::Status PushDense(absl::Span<const Tensor> grads, int64_t step);
 
-  // Rows of `ids` (any order, repeats allowed) into out (ids.size() x dim of the table).
+  // Rows of `ids` (any order, repeats allowed) into out (ids.size() x dim of the table): one
+  // Lookup per shard owning some of them.
   [[nodiscard]] absl::Status Lookup(absl::string_view table, absl::Span<const uint64_t> ids,
                                     LookupMode mode, int64_t step, absl::Span<float> out);
-  // `ids` unique; grads ids.size() x dim.
+  // `ids` unique (checked before any shard is called); grads ids.size() x dim.
   [[nodiscard]] absl::Status PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
                                         absl::Span<const float> grads, int64_t step);
 
