@@ -41,10 +41,10 @@ absl::Status CheckAbi(void* handle, const std::string& path) {
   }
   const int version = abi_version();
   if (version != kShoalPluginAbiVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "model plugin ", path, " was built for shoal plugin ABI version ", version,
-        ", but this shoal has version ", kShoalPluginAbiVersion,
-        ": rebuild the plugin against this shoal's headers"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("model plugin ", path, " was built for shoal plugin ABI version ", version,
+                     ", but this shoal has version ", kShoalPluginAbiVersion,
+                     ": rebuild the plugin against this shoal's headers"));
   }
   const uint64_t fingerprint = layout();
   if (fingerprint != PluginLayoutFingerprint()) {
@@ -69,8 +69,8 @@ absl::StatusCode CodeFromPlugin(int code) {
 absl::Status LoadModelPlugin(absl::string_view path_view, ModelRegistry* registry) {
   CHECK(registry != nullptr);
   const std::string path(path_view);
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
+  std::error_code ec;  // a file that cannot even be checked is left for dlopen to explain
+  if (!std::filesystem::exists(path, ec) && !ec) {
     return absl::NotFoundError(absl::StrCat("model plugin ", path, " does not exist"));
   }
   // dlopen searches the library path for a name without a slash; the user meant this file.
@@ -78,11 +78,10 @@ absl::Status LoadModelPlugin(absl::string_view path_view, ModelRegistry* registr
   dlerror();  // clear a stale error
   void* handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot load model plugin ", path, ": ",
-                                                   LoaderError("dlopen failed")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load model plugin ", path, ": ", LoaderError("dlopen failed")));
   }
-  auto register_models =
-      reinterpret_cast<RegisterModelsFn>(dlsym(handle, "shoal_register_models"));
+  auto register_models = reinterpret_cast<RegisterModelsFn>(dlsym(handle, "shoal_register_models"));
   if (register_models == nullptr) {
     Unload(handle);
     return absl::InvalidArgumentError(
@@ -100,8 +99,7 @@ absl::Status LoadModelPlugin(absl::string_view path_view, ModelRegistry* registr
   if (code != 0) {
     error.back() = '\0';
     const std::string message = error[0] != '\0' ? error.data() : "registration failed";
-    return absl::Status(CodeFromPlugin(code),
-                        absl::StrCat("model plugin ", path, ": ", message));
+    return absl::Status(CodeFromPlugin(code), absl::StrCat("model plugin ", path, ": ", message));
   }
   return absl::OkStatus();
 }

@@ -68,9 +68,17 @@ inline constexpr int kShoalPluginAbiVersion = 1;
 // the same value; a plugin built against older headers or with other settings usually does not.
 constexpr uint64_t PluginLayoutFingerprint() {
   const uint64_t parts[] = {
-      sizeof(ModelContext),  sizeof(ModelConfig),     sizeof(EstimatorSpec), sizeof(MetricOp),
-      sizeof(ModelFn),       sizeof(ModelRegistry),   sizeof(Tensor),        sizeof(nn::Var),
-      sizeof(FeatureLayout), sizeof(absl::Status),    sizeof(std::string),
+      sizeof(ModelContext),
+      sizeof(ModelConfig),
+      sizeof(EstimatorSpec),
+      sizeof(MetricOp),
+      sizeof(ModelFn),
+      sizeof(ModelRegistry),
+      sizeof(Tensor),
+      sizeof(nn::Var),
+      sizeof(FeatureLayout),
+      sizeof(absl::Status),
+      sizeof(std::string),
 #ifdef _GLIBCXX_USE_CXX11_ABI
       static_cast<uint64_t>(_GLIBCXX_USE_CXX11_ABI) + 1,
 #else
@@ -106,25 +114,25 @@ inline int ReportRegistration(const absl::Status& status, char* error, size_t er
 // Defines a plugin's entry points; the braced body that follows is the registration function,
 // with `registry` (a shoal::ModelRegistry*) in scope, returning absl::Status. Use once per plugin.
 // An exception escaping the body is reported as INTERNAL rather than crossing the C boundary.
-#define SHOAL_REGISTER_MODELS(registry)                                                        \
-  static ::absl::Status ShoalPluginRegisterModels(::shoal::ModelRegistry* registry);           \
-  extern "C" __attribute__((visibility("default"))) int shoal_plugin_abi_version() {           \
-    return ::shoal::kShoalPluginAbiVersion;                                                    \
-  }                                                                                            \
-  extern "C" __attribute__((visibility("default"))) uint64_t shoal_plugin_layout() {           \
-    return ::shoal::PluginLayoutFingerprint();                                                 \
-  }                                                                                            \
-  extern "C" __attribute__((visibility("default"))) int shoal_register_models(                 \
-      ::shoal::ModelRegistry* shoal_registry, char* shoal_error, size_t shoal_error_size) {    \
-    ::absl::Status shoal_status;                                                               \
-    try {                                                                                      \
-      shoal_status = ShoalPluginRegisterModels(shoal_registry);                                \
-    } catch (const ::std::exception& e) {                                                      \
-      shoal_status = ::absl::InternalError(e.what());                                          \
-    } catch (...) {                                                                            \
-      shoal_status = ::absl::InternalError("unknown exception");                               \
-    }                                                                                          \
-    return ::shoal::plugin_internal::ReportRegistration(shoal_status, shoal_error,             \
-                                                        shoal_error_size);                     \
-  }                                                                                            \
+#define SHOAL_REGISTER_MODELS(registry)                                                     \
+  static ::absl::Status ShoalPluginRegisterModels(::shoal::ModelRegistry* registry);        \
+  extern "C" __attribute__((visibility("default"))) int shoal_plugin_abi_version() {        \
+    return ::shoal::kShoalPluginAbiVersion;                                                 \
+  }                                                                                         \
+  extern "C" __attribute__((visibility("default"))) uint64_t shoal_plugin_layout() {        \
+    return ::shoal::PluginLayoutFingerprint();                                              \
+  }                                                                                         \
+  extern "C" __attribute__((visibility("default"))) int shoal_register_models(              \
+      ::shoal::ModelRegistry* shoal_registry, char* shoal_error, size_t shoal_error_size) { \
+    ::absl::Status shoal_status;                                                            \
+    try {                                                                                   \
+      shoal_status = ShoalPluginRegisterModels(shoal_registry);                             \
+    } catch (const ::std::exception& e) {                                                   \
+      shoal_status = ::absl::InternalError(e.what());                                       \
+    } catch (...) {                                                                         \
+      shoal_status = ::absl::InternalError("unknown exception");                            \
+    }                                                                                       \
+    return ::shoal::plugin_internal::ReportRegistration(shoal_status, shoal_error,          \
+                                                        shoal_error_size);                  \
+  }                                                                                         \
   static ::absl::Status ShoalPluginRegisterModels(::shoal::ModelRegistry* registry)

@@ -1,5 +1,6 @@
 #include "shoal/estimator/plugin.h"
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -79,12 +80,25 @@ TEST(LoadModelPluginTest, RegistersModelsThatRun) {
   EXPECT_EQ(recorded.dense[1].name, "fixture/bias");
 }
 
+TEST(LoadModelPluginTest, PlainFileNameIsTheFileInTheWorkingDirectory) {
+  // dlopen would search the library path for "libx.so"; the user means ./libx.so.
+  const std::filesystem::path fixture(SHOAL_PLUGIN_FIXTURE_MODEL);
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(fixture.parent_path());
+  ModelRegistry registry("model");
+  const absl::Status status = LoadModelPlugin(fixture.filename().string(), &registry);
+  std::filesystem::current_path(cwd);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(registry.Contains("fixture_model"));
+}
+
 TEST(LoadModelPluginTest, ExistingNameIsAlreadyExistsNamingThePlugin) {
   ModelRegistry registry("model");
   ASSERT_TRUE(registry.Register("fixture_model", ModelFn()).ok());
   const absl::Status status = LoadModelPlugin(SHOAL_PLUGIN_FIXTURE_MODEL, &registry);
   EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("model plugin " SHOAL_PLUGIN_FIXTURE_MODEL ": "));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("model plugin " SHOAL_PLUGIN_FIXTURE_MODEL ": "));
   EXPECT_THAT(std::string(status.message()), HasSubstr("'fixture_model' is already registered"));
 }
 
@@ -100,11 +114,20 @@ TEST(LoadModelPluginTest, AbiVersionMismatchIsRefused) {
   const absl::Status status = LoadModelPlugin(SHOAL_PLUGIN_FIXTURE_ABI_MISMATCH, &registry);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(status.message()), HasSubstr(SHOAL_PLUGIN_FIXTURE_ABI_MISMATCH));
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr(absl::StrCat("built for shoal plugin ABI version ",
-                                     kShoalPluginAbiVersion + 1, ", but this shoal has version ",
-                                     kShoalPluginAbiVersion)));
+  EXPECT_THAT(
+      std::string(status.message()),
+      HasSubstr(absl::StrCat("built for shoal plugin ABI version ", kShoalPluginAbiVersion + 1,
+                             ", but this shoal has version ", kShoalPluginAbiVersion)));
   EXPECT_THAT(std::string(status.message()), HasSubstr("rebuild"));
+}
+
+TEST(LoadModelPluginTest, LayoutMismatchIsRefused) {
+  ModelRegistry registry("model");
+  const absl::Status status = LoadModelPlugin(SHOAL_PLUGIN_FIXTURE_LAYOUT_MISMATCH, &registry);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status.message()), HasSubstr(SHOAL_PLUGIN_FIXTURE_LAYOUT_MISMATCH));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("built against other shoal headers or compiler settings"));
 }
 
 TEST(LoadModelPluginTest, PluginErrorKeepsItsCodeAndText) {
@@ -125,9 +148,9 @@ TEST(LoadModelPluginTest, ExceptionInRegistrationIsInternal) {
 
 TEST(ReportRegistrationTest, TruncatesTheMessageToTheBuffer) {
   char error[8];
-  EXPECT_EQ(plugin_internal::ReportRegistration(absl::NotFoundError("0123456789"), error,
-                                                sizeof(error)),
-            static_cast<int>(absl::StatusCode::kNotFound));
+  EXPECT_EQ(
+      plugin_internal::ReportRegistration(absl::NotFoundError("0123456789"), error, sizeof(error)),
+      static_cast<int>(absl::StatusCode::kNotFound));
   EXPECT_STREQ(error, "0123456");
   EXPECT_EQ(plugin_internal::ReportRegistration(absl::OkStatus(), error, sizeof(error)), 0);
 }
