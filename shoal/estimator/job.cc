@@ -52,7 +52,7 @@ absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs, const Jo
   }
   ASSIGN_OR_RETURN(Schema schema, InputSchema(fs, input), name);
   ASSIGN_OR_RETURN(FeatureSet features, FeatureSet::Create(job.features, schema, fs), name);
-  ASSIGN_OR_RETURN(const ModelFn* model_fn, models.Find(job.model.type), "model.type");
+  ASSIGN_OR_RETURN(const ModelFn* model_fn, models.Find(job.model.type), job.path, ": model.type");
 
   EstimatorConfig config;
   config.model_fn = *model_fn;

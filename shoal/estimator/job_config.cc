@@ -195,7 +195,9 @@ absl::Status ParseFeatures(const Ctx& ctx, const Node& node, FeatureColumns* f) 
 
 absl::Status ParseModel(MapReader& r, ModelConfig* m) {
   RETURN_IF_ERROR(r.Require("type").status());
-  RETURN_IF_ERROR(r.ReadEnum("type", &m->type, {"linear", "dnn", "wide_deep", "deepfm"}));
+  // Any name: plugins register more models than the built-in linear, dnn, wide_deep and deepfm.
+  // An unknown one is reported when the model is looked up (EstimatorConfigFromJob, job.h).
+  RETURN_IF_ERROR(r.Read("type", &m->type));
   RETURN_IF_ERROR(r.ReadEnum("head", &m->head, {"binary", "multiclass", "regression"}));
   RETURN_IF_ERROR(r.Read("num_classes", &m->num_classes, 2));
   if (m->head == "binary" && m->num_classes != 2) {

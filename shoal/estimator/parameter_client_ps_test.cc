@@ -1,0 +1,134 @@
+// ParameterClient over real in-process ParameterServers: 1 vs 3 shards give identical training,
+// and Save through the client restores into another number of shards with values and optimizer
+// slots. Needs both worker/ and ps/, so it belongs to a layer above them (estimator/).
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "shoal/checkpoint/checkpoint.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/ps/parameter_server.h"
+#include "shoal/rpc/parameter_service_test_util.h"
+#include "shoal/worker/parameter_client.h"
+
+namespace shoal {
+namespace {
+
+using namespace ps_test;  // NOLINT(google-build-using-namespace): test helpers
+
+constexpr char kModelDir[] = "mem://model";
+
+// `n` in-process shards and a client over them.
+struct Cluster {
+  Cluster(FileSystems& fs, int n) {
+    std::vector<ParameterService*> ptrs;
+    for (int k = 0; k < n; ++k) {
+      servers.push_back(std::make_unique<ParameterServer>(fs, k, n));
+      ptrs.push_back(servers.back().get());
+    }
+    client = std::make_unique<ParameterClient>(ptrs);
+  }
+  std::vector<std::unique_ptr<ParameterServer>> servers;
+  std::unique_ptr<ParameterClient> client;
+};
+
+class ParameterClientPsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(RegisterBuiltinFileSystems(fs_).ok());
+    mem_ = fs_.For(kModelDir).value();
+    ASSERT_TRUE(mem_->RecursivelyCreateDir(kModelDir).ok());
+  }
+
+  // One training step: lookups with repeats in arbitrary order, sparse and dense pushes.
+  void Step(ParameterClient& client, int64_t step, std::vector<std::vector<float>>* rows_out) {
+    std::vector<uint64_t> ids = SomeIds(100, static_cast<uint64_t>(step % 3));
+    std::reverse(ids.begin(), ids.end());
+    for (const TableSpec& t : spec_.tables) {
+      std::vector<uint64_t> with_repeat = ids;
+      with_repeat.push_back(ids[7]);
+      std::vector<float> rows(with_repeat.size() * t.dim);
+      ASSERT_TRUE(
+          client.Lookup(t.name, with_repeat, LookupMode::kTrain, step, absl::MakeSpan(rows)).ok());
+      if (rows_out != nullptr) rows_out->push_back(rows);
+      ASSERT_TRUE(client.PushSparse(t.name, ids, SomeGrads(ids.size() * t.dim, step), step).ok());
+    }
+    std::vector<Tensor> grads;
+    for (const DenseVariableSpec& v : spec_.dense) grads.push_back(SomeGradTensor(v.shape, step));
+    ASSERT_TRUE(client.PushDense(grads, step).ok());
+  }
+
+  void ExpectSame(ParameterClient& a, ParameterClient& b) {
+    std::vector<Tensor> da, db;
+    ASSERT_TRUE(a.PullDense(&da).ok());
+    ASSERT_TRUE(b.PullDense(&db).ok());
+    ASSERT_EQ(da.size(), spec_.dense.size());
+    for (size_t i = 0; i < da.size(); ++i) EXPECT_TRUE(SameTensor(da[i], db[i])) << i;
+    std::vector<uint64_t> ids;
+    for (uint64_t salt = 0; salt < 3; ++salt) {
+      for (uint64_t id : SomeIds(100, salt)) ids.push_back(id);
+    }
+    for (const TableSpec& t : spec_.tables) {
+      std::vector<float> ra(ids.size() * t.dim), rb(ra.size());
+      ASSERT_TRUE(a.Lookup(t.name, ids, LookupMode::kInference, 0, absl::MakeSpan(ra)).ok());
+      ASSERT_TRUE(b.Lookup(t.name, ids, LookupMode::kInference, 0, absl::MakeSpan(rb)).ok());
+      EXPECT_EQ(ra, rb) << t.name;
+    }
+    auto sa = a.GetTableStats(), sb = b.GetTableStats();
+    ASSERT_TRUE(sa.ok() && sb.ok());
+    for (size_t t = 0; t < sa->size(); ++t) EXPECT_EQ((*sa)[t].rows, (*sb)[t].rows);
+  }
+
+  FileSystems fs_;
+  FileSystem* mem_ = nullptr;
+  const ModelSpec spec_ = WideDeepSpec();
+};
+
+TEST_F(ParameterClientPsTest, OneAndThreeShardsTrainIdentically) {
+  Cluster one(fs_, 1), three(fs_, 3);
+  ASSERT_TRUE(one.client->Initialize(spec_).ok());
+  ASSERT_TRUE(three.client->Initialize(spec_).ok());
+  ExpectSame(*one.client, *three.client);  // initial dense values
+  for (int64_t step = 1; step <= 5; ++step) {
+    std::vector<std::vector<float>> rows_one, rows_three;
+    Step(*one.client, step, &rows_one);
+    Step(*three.client, step, &rows_three);
+    EXPECT_EQ(rows_one, rows_three) << "step " << step;
+  }
+  ExpectSame(*one.client, *three.client);
+  // Every shard holds a share of the rows.
+  for (const auto& server : three.servers) EXPECT_GT(server->GetTableStats().value()[1].rows, 0);
+}
+
+TEST_F(ParameterClientPsTest, SaveThroughTheClientRestoresIntoThreeAndOneShards) {
+  Cluster trained(fs_, 2);
+  ASSERT_TRUE(trained.client->Initialize(spec_).ok());
+  for (int64_t step = 1; step <= 3; ++step) Step(*trained.client, step, nullptr);
+  absl::StatusOr<std::string> dir = trained.client->Save(*mem_, kModelDir, 3, R"({"epoch": 1})");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  EXPECT_EQ(LatestCheckpoint(*mem_, kModelDir).value(), *dir);
+
+  for (int n : {3, 1}) {
+    SCOPED_TRACE(n);
+    Cluster restored(fs_, n);
+    ASSERT_TRUE(restored.client->Restore(spec_, *dir).ok());
+    ExpectSame(*trained.client, *restored.client);
+    // Slots: one identical step on a never-saved twin and on the restored model.
+    Cluster twin(fs_, 2);
+    ASSERT_TRUE(twin.client->Initialize(spec_).ok());
+    for (int64_t step = 1; step <= 4; ++step) Step(*twin.client, step, nullptr);
+    Step(*restored.client, 4, nullptr);
+    ExpectSame(*twin.client, *restored.client);
+  }
+
+  ModelSpec wrong_dim = spec_;
+  wrong_dim.tables[1].dim = 4;
+  Cluster bad(fs_, 3);
+  absl::Status s = bad.client->Restore(wrong_dim, *dir);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+}
+
+}  // namespace
+}  // namespace shoal
