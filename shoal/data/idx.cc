@@ -16,8 +16,9 @@ constexpr uint8_t kTypeUnsignedByte = 0x08;
 // can make us allocate.
 constexpr uint64_t kMaxElements = uint64_t{1} << 32;
 
-struct IdxHeader {
-  std::vector<int64_t> dims;
+// A whole IDX file in memory: its header and the values after it.
+struct IdxFile {
+  IdxHeaderInfo header;
   absl::string_view values;
 };
 
@@ -26,18 +27,35 @@ uint32_t ReadBigEndian32(const char* p) {
   return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | uint32_t{u[3]};
 }
 
-absl::StatusOr<IdxHeader> ParseHeader(absl::string_view bytes, int expected_rank,
-                                      absl::string_view source) {
-  if (bytes.size() < 4) {
-    return absl::DataLossError(
-        absl::StrCat(source, ": ", bytes.size(), " bytes is too short for an IDX header"));
+// Checks the header of the IDX file `bytes` and that exactly the promised values follow it.
+absl::StatusOr<IdxFile> ParseFile(absl::string_view bytes, int expected_rank,
+                                  absl::string_view source) {
+  IdxFile file;
+  ASSIGN_OR_RETURN(file.header, ParseIdxHeader(bytes, expected_rank, source));
+  file.values = bytes.substr(file.header.header_bytes);
+  if (file.values.size() != file.header.elements) {
+    return absl::DataLossError(absl::StrCat(source, ": header promises ", file.header.elements,
+                                            " values but the file holds ", file.values.size()));
   }
-  if (bytes[0] != 0 || bytes[1] != 0) {
+  return file;
+}
+
+}  // namespace
+
+absl::StatusOr<IdxHeaderInfo> ParseIdxHeader(absl::string_view header_prefix, int expected_rank,
+                                             absl::string_view source) {
+  // The magic first, as soon as there are two bytes: a file that starts wrong is not IDX at all,
+  // however short it is.
+  if (header_prefix.size() >= 2 && (header_prefix[0] != 0 || header_prefix[1] != 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": not an IDX file (the first two bytes must be zero)"));
   }
-  const uint8_t type = static_cast<uint8_t>(bytes[2]);
-  const int rank = static_cast<uint8_t>(bytes[3]);
+  if (header_prefix.size() < 4) {
+    return absl::DataLossError(
+        absl::StrCat(source, ": ", header_prefix.size(), " bytes is too short for an IDX header"));
+  }
+  const uint8_t type = static_cast<uint8_t>(header_prefix[2]);
+  const int rank = static_cast<uint8_t>(header_prefix[3]);
   if (type != kTypeUnsignedByte) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": IDX value type 0x", absl::Hex(type),
                                                    " is not supported (only 0x08, ubyte)"));
@@ -46,42 +64,36 @@ absl::StatusOr<IdxHeader> ParseHeader(absl::string_view bytes, int expected_rank
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": IDX rank ", rank, ", expected ", expected_rank));
   }
-  const size_t header_size = 4 + 4 * static_cast<size_t>(rank);
-  if (bytes.size() < header_size) {
+  IdxHeaderInfo header;
+  header.header_bytes = 4 + 4 * static_cast<size_t>(rank);
+  if (header_prefix.size() < header.header_bytes) {
     return absl::DataLossError(absl::StrCat(source, ": truncated IDX header"));
   }
-  IdxHeader header;
-  uint64_t elements = 1;
+  header.elements = 1;
   for (int i = 0; i < rank; ++i) {
-    const uint32_t d = ReadBigEndian32(bytes.data() + 4 + 4 * i);
+    const uint32_t d = ReadBigEndian32(header_prefix.data() + 4 + 4 * i);
     header.dims.push_back(d);
-    elements *= d;
-    if (elements > kMaxElements) {
+    header.elements *= d;
+    if (header.elements > kMaxElements) {
       return absl::InvalidArgumentError(absl::StrCat(source, ": IDX dimensions too large"));
     }
   }
-  if (bytes.size() - header_size != elements) {
-    return absl::DataLossError(absl::StrCat(source, ": header promises ", elements,
-                                            " values but the file holds ",
-                                            bytes.size() - header_size));
-  }
-  header.values = bytes.substr(header_size);
   return header;
 }
 
-}  // namespace
-
 absl::StatusOr<ImageDataset> ParseIdx(absl::string_view image_bytes, absl::string_view label_bytes,
                                       absl::string_view source) {
-  ASSIGN_OR_RETURN(IdxHeader images, ParseHeader(image_bytes, 3, absl::StrCat(source, " images")));
-  ASSIGN_OR_RETURN(IdxHeader labels, ParseHeader(label_bytes, 1, absl::StrCat(source, " labels")));
-  if (images.dims[0] != labels.dims[0]) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": ", images.dims[0], " images but ", labels.dims[0], " labels"));
+  ASSIGN_OR_RETURN(const IdxFile images,
+                   ParseFile(image_bytes, 3, absl::StrCat(source, " images")));
+  ASSIGN_OR_RETURN(const IdxFile labels,
+                   ParseFile(label_bytes, 1, absl::StrCat(source, " labels")));
+  if (images.header.dims[0] != labels.header.dims[0]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": ", images.header.dims[0], " images but ", labels.header.dims[0], " labels"));
   }
   ImageDataset out;
-  out.rows = images.dims[1];
-  out.cols = images.dims[2];
+  out.rows = images.header.dims[1];
+  out.cols = images.header.dims[2];
   out.pixels.resize(images.values.size());
   for (size_t i = 0; i < images.values.size(); ++i) {
     out.pixels[i] = static_cast<float>(static_cast<uint8_t>(images.values[i])) * (1.0f / 255.0f);

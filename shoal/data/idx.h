@@ -10,6 +10,7 @@
 // DATA_LOSS naming the file; never a crash or a giant allocation.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +32,22 @@ struct ImageDataset {
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   int64_t features() const { return rows * cols; }
 };
+
+// What an IDX header says about the values after it.
+struct IdxHeaderInfo {
+  std::vector<int64_t> dims;  // `rank` of them, outermost first
+  size_t header_bytes = 0;    // where the values start: 4 + 4 * rank
+  uint64_t elements = 0;      // product of dims, at most 2^32
+};
+
+// Checks the IDX header at the start of `header_prefix` -- the first bytes of a file, which may
+// go on past the header or (for a short file) end before it -- and returns what it says. The one
+// home of the header checks, for the in-memory parser here and the streaming reader
+// (idx_source.h). INVALID_ARGUMENT for a wrong magic, a type other than 0x08, a rank other than
+// `expected_rank`, or dimensions of more than 2^32 values; DATA_LOSS when the prefix ends inside
+// the header. Does not look at the values. `source` names the file in error messages.
+absl::StatusOr<IdxHeaderInfo> ParseIdxHeader(absl::string_view header_prefix, int expected_rank,
+                                             absl::string_view source);
 
 // Parses uncompressed IDX bytes. `source` names the file in error messages.
 absl::StatusOr<ImageDataset> ParseIdx(absl::string_view image_bytes, absl::string_view label_bytes,

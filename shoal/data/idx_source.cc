@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
+#include "shoal/data/idx.h"
 #include "shoal/io/compression.h"
 #include "shoal/io/inflate_stream.h"
 #include "shoal/io/path.h"
@@ -14,10 +14,6 @@
 namespace shoal {
 namespace {
 
-constexpr uint8_t kTypeUnsignedByte = 0x08;
-// As in idx.cc: more values than this is not MNIST-like data, and refusing it bounds what a
-// corrupt header can make us read.
-constexpr uint64_t kMaxElements = uint64_t{1} << 32;
 constexpr size_t kReadChunkBytes = size_t{1} << 20;
 constexpr absl::string_view kImagesTag = "images-idx3";
 constexpr absl::string_view kLabelsTag = "labels-idx1";
@@ -64,81 +60,46 @@ class ByteStream {
   std::unique_ptr<InflateInputStream> inflate_;
 };
 
-uint32_t ReadBigEndian32(const char* p) {
-  const auto* u = reinterpret_cast<const unsigned char*>(p);
-  return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | uint32_t{u[3]};
-}
-
-// One IDX file of unsigned bytes: its dimensions, and its values when read whole.
+// One IDX file of unsigned bytes: its header, and its values when read whole.
 struct IdxArray {
-  std::vector<int64_t> dims;
-  uint64_t header_bytes = 0;
-  uint64_t elements = 0;
+  IdxHeaderInfo header;
   std::string values;
 };
 
-// Reads and checks the header of an IDX file of `rank` from `in`.
-absl::StatusOr<IdxArray> ReadHeader(ByteStream& in, int rank, absl::string_view path) {
-  char header[4 + 4 * 3];
+// Reads the header of an IDX file of `rank` from `in` and checks it (ParseIdxHeader).
+absl::StatusOr<IdxHeaderInfo> ReadHeader(ByteStream& in, int rank, absl::string_view path) {
+  char header[4 + 4 * 3];  // rank <= 3: images and labels
   const size_t header_bytes = 4 + 4 * static_cast<size_t>(rank);
   ASSIGN_OR_RETURN(const size_t got, in.Read(header_bytes, header), "reading ", path);
-  if (got >= 2 && (header[0] != 0 || header[1] != 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not an IDX file (the first two bytes must be zero)"));
-  }
-  if (got < 4) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": ", got, " bytes is too short for an IDX header"));
-  }
-  const uint8_t type = static_cast<uint8_t>(header[2]);
-  const int file_rank = static_cast<uint8_t>(header[3]);
-  if (type != kTypeUnsignedByte) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": IDX value type 0x", absl::Hex(type),
-                                                   " is not supported (only 0x08, ubyte)"));
-  }
-  if (file_rank != rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": IDX rank ", file_rank, ", expected ", rank));
-  }
-  if (got < header_bytes) return absl::DataLossError(absl::StrCat(path, ": truncated IDX header"));
-  IdxArray array;
-  array.header_bytes = header_bytes;
-  array.elements = 1;
-  for (int i = 0; i < rank; ++i) {
-    const uint32_t d = ReadBigEndian32(header + 4 + 4 * i);
-    array.dims.push_back(d);
-    array.elements *= d;
-    if (array.elements > kMaxElements) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": IDX dimensions too large"));
-    }
-  }
-  return array;
+  return ParseIdxHeader(absl::string_view(header, got), rank, path);
 }
 
 // Reads a whole IDX file of `rank`: exactly as many values as the header promises.
 absl::StatusOr<IdxArray> ReadIdxFile(FileSystems& fs, absl::string_view path, int rank) {
   ASSIGN_OR_RETURN(ByteStream in, ByteStream::Open(fs, path));
-  ASSIGN_OR_RETURN(IdxArray array, ReadHeader(in, rank, path));
+  IdxArray array;
+  ASSIGN_OR_RETURN(array.header, ReadHeader(in, rank, path));
+  const uint64_t elements = array.header.elements;
   // Grown chunk by chunk, so a header promising more than the file holds costs no more memory
   // than the file.
   std::string& values = array.values;
-  while (values.size() < array.elements) {
+  while (values.size() < elements) {
     const size_t old = values.size();
-    const size_t want = std::min<uint64_t>(kReadChunkBytes, array.elements - old);
+    const size_t want = std::min<uint64_t>(kReadChunkBytes, elements - old);
     values.resize(old + want);
     ASSIGN_OR_RETURN(const size_t got, in.Read(want, values.data() + old), "reading ", path);
     values.resize(old + got);
     if (got < want) break;
   }
-  if (values.size() < array.elements) {
-    return absl::DataLossError(absl::StrCat(path, ": header promises ", array.elements,
+  if (values.size() < elements) {
+    return absl::DataLossError(absl::StrCat(path, ": header promises ", elements,
                                             " values but the file holds ", values.size()));
   }
   char extra;
   ASSIGN_OR_RETURN(const size_t more, in.Read(1, &extra), "reading ", path);
   if (more > 0) {
-    return absl::DataLossError(absl::StrCat(path, ": header promises ", array.elements,
-                                            " values but the file holds more"));
+    return absl::DataLossError(
+        absl::StrCat(path, ": header promises ", elements, " values but the file holds more"));
   }
   return array;
 }
@@ -163,16 +124,16 @@ class IdxRecordReader final : public RecordReader {
       : path_(std::move(path)),
         images_(std::move(images)),
         labels_(std::move(labels)),
-        pixels_(images_.dims[1] * images_.dims[2]),
+        pixels_(images_.header.dims[1] * images_.header.dims[2]),
         record_(static_cast<size_t>(1 + pixels_), '\0') {}
 
   absl::Status Next(absl::string_view* record, RecordPosition* position) override {
-    if (next_ >= images_.dims[0]) return absl::OutOfRangeError("end of IDX file");
+    if (next_ >= images_.header.dims[0]) return absl::OutOfRangeError("end of IDX file");
     const size_t offset = static_cast<size_t>(next_ * pixels_);
     record_[0] = labels_.values[static_cast<size_t>(next_)];
     std::memcpy(record_.data() + 1, images_.values.data() + offset, static_cast<size_t>(pixels_));
     position->path = path_;
-    position->offset = images_.header_bytes + offset;
+    position->offset = images_.header.header_bytes + offset;
     position->line = next_ + 1;
     ++next_;
     *record = record_;
@@ -206,7 +167,7 @@ absl::StatusOr<std::string> IdxLabelsPath(absl::string_view images_path) {
 
 absl::StatusOr<IdxImagesShape> ReadIdxImagesShape(FileSystems& fs, absl::string_view images_path) {
   ASSIGN_OR_RETURN(ByteStream in, ByteStream::Open(fs, images_path));
-  ASSIGN_OR_RETURN(IdxArray header, ReadHeader(in, 3, images_path));
+  ASSIGN_OR_RETURN(const IdxHeaderInfo header, ReadHeader(in, 3, images_path));
   RETURN_IF_ERROR(CheckImageSize(images_path, header.dims[1], header.dims[2], {}));
   return IdxImagesShape{header.dims[0], header.dims[1], header.dims[2]};
 }
@@ -221,12 +182,12 @@ absl::StatusOr<std::unique_ptr<RecordReader>> OpenIdxRecordReader(FileSystems& f
   }
   ASSIGN_OR_RETURN(std::string labels_path, IdxLabelsPath(task.path));
   ASSIGN_OR_RETURN(IdxArray images, ReadIdxFile(fs, task.path, 3));
-  RETURN_IF_ERROR(CheckImageSize(task.path, images.dims[1], images.dims[2], options));
+  RETURN_IF_ERROR(CheckImageSize(task.path, images.header.dims[1], images.header.dims[2], options));
   ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(fs, labels_path, 1));
-  if (images.dims[0] != labels.dims[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(task.path, ": ", images.dims[0], " images but ",
-                                                   labels_path, " has ", labels.dims[0],
-                                                   " labels"));
+  if (images.header.dims[0] != labels.header.dims[0]) {
+    return absl::InvalidArgumentError(absl::StrCat(task.path, ": ", images.header.dims[0],
+                                                   " images but ", labels_path, " has ",
+                                                   labels.header.dims[0], " labels"));
   }
   return std::make_unique<IdxRecordReader>(task.path, std::move(images), std::move(labels));
 }

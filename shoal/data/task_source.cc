@@ -10,6 +10,21 @@
 
 namespace shoal {
 
+absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(
+    FileSystems& fs, absl::Span<const std::string> patterns) {
+  std::vector<std::string> files;
+  for (const std::string& pattern : patterns) {
+    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(pattern));
+    ASSIGN_OR_RETURN(std::vector<std::string> matched, file_system->GetMatchingPaths(pattern),
+                     "expanding input pattern ", pattern);
+    if (matched.empty()) {
+      return absl::NotFoundError(absl::StrCat("input pattern '", pattern, "' matches no file"));
+    }
+    files.insert(files.end(), matched.begin(), matched.end());
+  }
+  return files;
+}
+
 absl::StatusOr<std::unique_ptr<StaticTaskSource>> StaticTaskSource::Create(
     FileSystems& fs, const StaticTaskOptions& options, RecordFormat format) {
   if (options.patterns.empty()) return absl::InvalidArgumentError("no input files given");
@@ -22,16 +37,7 @@ absl::StatusOr<std::unique_ptr<StaticTaskSource>> StaticTaskSource::Create(
     return absl::InvalidArgumentError(absl::StrCat("shard index ", options.shard_index,
                                                    " is not in [0, ", options.shard_num, ")"));
   }
-  std::vector<std::string> files;
-  for (const std::string& pattern : options.patterns) {
-    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(pattern));
-    ASSIGN_OR_RETURN(std::vector<std::string> matched, file_system->GetMatchingPaths(pattern),
-                     "expanding input pattern ", pattern);
-    if (matched.empty()) {
-      return absl::NotFoundError(absl::StrCat("input pattern '", pattern, "' matches no file"));
-    }
-    files.insert(files.end(), matched.begin(), matched.end());
-  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFilePatterns(fs, options.patterns));
   std::vector<DataTask> tasks;
   for (size_t i = 0; i < files.size(); ++i) {
     if (static_cast<int>(i % options.shard_num) != options.shard_index) continue;

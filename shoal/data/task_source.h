@@ -14,11 +14,18 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "shoal/base/mutex.h"
 #include "shoal/data/record.h"
 #include "shoal/io/file_systems.h"
 
 namespace shoal {
+
+// The files the globs `patterns` match (io's GetMatchingPaths syntax), pattern by pattern in
+// order; NOT_FOUND naming the first pattern that matches no file. No patterns give no files:
+// callers that need at least one say so themselves.
+absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(FileSystems& fs,
+                                                            absl::Span<const std::string> patterns);
 
 class TaskSource {
  public:

@@ -27,22 +27,12 @@ struct InputPlan {
   IdxReaderOptions idx_options;
 };
 
-// The files the patterns match, in order; NOT_FOUND naming a pattern that matches none (as
-// StaticTaskSource, which expands them again, would).
+// The files of `patterns` (ExpandFilePatterns, which StaticTaskSource runs again), refusing an
+// empty list: the callers here read the first file.
 absl::StatusOr<std::vector<std::string>> ExpandFiles(FileSystems& fs,
                                                      const std::vector<std::string>& patterns) {
   if (patterns.empty()) return absl::InvalidArgumentError("no input files given");
-  std::vector<std::string> files;
-  for (const std::string& pattern : patterns) {
-    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(pattern));
-    ASSIGN_OR_RETURN(std::vector<std::string> matched, file_system->GetMatchingPaths(pattern),
-                     "expanding input pattern ", pattern);
-    if (matched.empty()) {
-      return absl::NotFoundError(absl::StrCat("input pattern '", pattern, "' matches no file"));
-    }
-    files.insert(files.end(), matched.begin(), matched.end());
-  }
-  return files;
+  return ExpandFilePatterns(fs, patterns);
 }
 
 // The schema of CSV/TSV files with a header: every file's line 1 must name the same columns, or
