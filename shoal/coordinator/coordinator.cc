@@ -1,0 +1,388 @@
+#include "shoal/coordinator/coordinator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "shoal/base/logging.h"
+#include "shoal/base/status.h"
+
+namespace shoal {
+namespace {
+
+// Longest single wait on the condition variable: liveness changes with time, not with an event,
+// so waiters re-check at least this often (and notice an injected clock that was moved).
+constexpr absl::Duration kMaxWaitSlice = absl::Milliseconds(100);
+// How often a long wait logs what it is still waiting for.
+constexpr absl::Duration kReportEvery = absl::Seconds(10);
+// Bound on one AdvanceStep: far above any real batch of steps; keeps the sum from overflowing.
+constexpr int64_t kMaxStepsPerCall = int64_t{1} << 32;
+
+bool IsTrainer(const TaskId& task) {
+  return task.role == TaskRole::kChief || task.role == TaskRole::kWorker;
+}
+
+bool HasEnded(JobPhase phase) { return phase == JobPhase::kDone || phase == JobPhase::kFailed; }
+
+std::string Hex(uint64_t v) { return absl::StrCat("0x", absl::Hex(v)); }
+
+}  // namespace
+
+Coordinator::Coordinator(CoordinatorOptions options)
+    : num_workers_(static_cast<int>(options.cluster.worker.size())),
+      num_ps_(static_cast<int>(options.cluster.ps.size())),
+      max_steps_(options.max_steps),
+      heartbeat_timeout_(options.heartbeat_timeout),
+      clock_(options.clock ? std::move(options.clock) : [] { return absl::Now(); }) {
+  // A spec that ParseClusterSpec did not make may lack the chief; Find() relies on one.
+  CHECK_EQ(options.cluster.chief.size(), 1u) << "the cluster spec needs exactly one chief";
+  for (const TaskId& task : options.cluster.Tasks()) {
+    members_.push_back({.task = task, .address = *options.cluster.Address(task)});
+  }
+  members_.push_back({.task = {.role = TaskRole::kEvaluator, .index = 0}});
+}
+
+Coordinator::Member* Coordinator::Find(const TaskId& task) {
+  // members_ is laid out as Tasks() lists them: chief, workers, ps, then the evaluator.
+  int slot = -1;
+  switch (task.role) {
+    case TaskRole::kChief:
+      slot = task.index == 0 ? 0 : -1;
+      break;
+    case TaskRole::kWorker:
+      slot = task.index >= 0 && task.index < num_workers_ ? 1 + task.index : -1;
+      break;
+    case TaskRole::kPs:
+      slot = task.index >= 0 && task.index < num_ps_ ? 1 + num_workers_ + task.index : -1;
+      break;
+    case TaskRole::kEvaluator:
+      slot = task.index == 0 ? 1 + num_workers_ + num_ps_ : -1;
+      break;
+  }
+  if (slot < 0) return nullptr;
+  CHECK(members_[slot].task == task) << task.ToString();
+  return &members_[slot];
+}
+
+absl::Status Coordinator::CheckNotRetired(const Member& m, uint64_t incarnation,
+                                          absl::string_view call) const {
+  if (std::find(m.retired.begin(), m.retired.end(), incarnation) == m.retired.end()) {
+    return absl::OkStatus();
+  }
+  return absl::AbortedError(absl::StrCat(call, " from ", m.task.ToString(), " incarnation ",
+                                         Hex(incarnation), ": replaced by incarnation ",
+                                         Hex(m.incarnation), " (the task restarted)"));
+}
+
+absl::StatusOr<Coordinator::Member*> Coordinator::Caller(const TaskId& task, uint64_t incarnation,
+                                                         absl::string_view call) {
+  Member* m = Find(task);
+  if (m == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(call, " from ", task.ToString(), ": not a task of the cluster spec"));
+  }
+  RETURN_IF_ERROR(CheckNotRetired(*m, incarnation, call));
+  if (!m->registered || m->incarnation != incarnation) {
+    return absl::FailedPreconditionError(absl::StrCat(call, " from ", task.ToString(),
+                                                      " incarnation ", Hex(incarnation),
+                                                      ": not registered; call Register first"));
+  }
+  m->last_seen = Now();
+  return m;
+}
+
+bool Coordinator::IsLive(const Member& m, absl::Time now) const {
+  return m.registered && now - m.last_seen < heartbeat_timeout_;
+}
+
+absl::StatusOr<JobState> Coordinator::Register(const TaskId& task, uint64_t incarnation) {
+  if (incarnation == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Register from ", task.ToString(), ": incarnation 0 means it was never set"));
+  }
+  MutexLock lock(&mu_);
+  Member* m = Find(task);
+  if (m == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Register from ", task.ToString(), ": not a task of the cluster spec (",
+                     members_.size() - 1, " tasks) and not the evaluator (evaluator:0)"));
+  }
+  if (m->registered && m->incarnation == incarnation) {  // a retry
+    m->last_seen = Now();
+    return state_;
+  }
+  RETURN_IF_ERROR(CheckNotRetired(*m, incarnation, "Register"));
+  if (m->registered) {
+    LOG(WARNING) << task.ToString() << " restarted: incarnation " << Hex(incarnation)
+                 << " replaces " << Hex(m->incarnation) << " (done " << m->done << ", " << m->steps
+                 << " steps)";
+    m->retired.push_back(m->incarnation);
+    ++m->restarts;
+    m->done = false;
+    m->steps = 0;
+    m->examples = 0;
+  } else {
+    LOG(INFO) << task.ToString() << (m->address.empty() ? "" : " at ") << m->address
+              << " registered (incarnation " << Hex(incarnation) << ")";
+  }
+  m->registered = true;
+  m->incarnation = incarnation;
+  m->last_seen = Now();
+  cv_.SignalAll();
+  return state_;
+}
+
+absl::StatusOr<JobState> Coordinator::Heartbeat(const TaskId& task, uint64_t incarnation) {
+  MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Caller(task, incarnation, "Heartbeat"));
+  return state_;
+}
+
+absl::StatusOr<JobState> Coordinator::AdvanceStep(const TaskId& task, uint64_t incarnation,
+                                                  int64_t steps) {
+  MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Member * m, Caller(task, incarnation, "AdvanceStep"));
+  if (!IsTrainer(task)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "AdvanceStep from ", task.ToString(), ": only the chief and workers advance the step"));
+  }
+  if (steps < 1 || steps > kMaxStepsPerCall) {
+    return absl::InvalidArgumentError(absl::StrCat("AdvanceStep from ", task.ToString(), ": ",
+                                                   steps, " steps (must be 1..2^32)"));
+  }
+  if (state_.phase == JobPhase::kStarting) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "AdvanceStep from ", task.ToString(), ": the model is not ready yet (phase starting)"));
+  }
+  if (HasEnded(state_.phase)) {
+    LOG(WARNING) << task.ToString() << " advanced " << steps << " steps after the job ended ("
+                 << JobPhaseName(state_.phase) << "); not counted";
+    return state_;
+  }
+  state_.global_step += steps;
+  m->steps += steps;
+  if (state_.phase == JobPhase::kRunning && max_steps_ > 0 && state_.global_step >= max_steps_) {
+    LOG(INFO) << "global step " << state_.global_step << " reached max_steps " << max_steps_
+              << ": stopping";
+    state_.phase = JobPhase::kStopping;
+    cv_.SignalAll();
+  }
+  return state_;
+}
+
+absl::StatusOr<JobState> Coordinator::ReportDone(const TaskId& task, uint64_t incarnation,
+                                                 int64_t examples) {
+  MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Member * m, Caller(task, incarnation, "ReportDone"));
+  if (!IsTrainer(task)) {
+    return absl::InvalidArgumentError(absl::StrCat("ReportDone from ", task.ToString(),
+                                                   ": only the chief and workers report done"));
+  }
+  if (examples < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReportDone from ", task.ToString(), ": ", examples, " examples"));
+  }
+  if (!m->done) {
+    LOG(INFO) << task.ToString() << " is done: " << m->steps << " steps, " << examples
+              << " examples";
+  }
+  m->done = true;
+  m->examples = examples;
+  cv_.SignalAll();
+  return state_;
+}
+
+absl::StatusOr<JobState> Coordinator::SetModelReady(int64_t global_step,
+                                                    absl::string_view checkpoint) {
+  if (global_step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("SetModelReady: global step ", global_step));
+  }
+  MutexLock lock(&mu_);
+  if (HasEnded(state_.phase)) {
+    return absl::FailedPreconditionError(absl::StrCat("SetModelReady: the job has already ended (",
+                                                      JobPhaseName(state_.phase), ")"));
+  }
+  if (state_.model_ready) {
+    if (global_step == ready_step_ && checkpoint == state_.checkpoint) return state_;
+    return absl::FailedPreconditionError(
+        absl::StrCat("SetModelReady(", global_step, ", '", checkpoint,
+                     "'): the model is already ready at step ", ready_step_, " from ",
+                     state_.checkpoint.empty() ? "a fresh initialisation"
+                                               : absl::StrCat("'", state_.checkpoint, "'")));
+  }
+  state_.model_ready = true;
+  state_.checkpoint = std::string(checkpoint);
+  state_.global_step = global_step;
+  ready_step_ = global_step;
+  if (state_.phase == JobPhase::kStarting) state_.phase = JobPhase::kRunning;
+  if (state_.phase == JobPhase::kRunning && max_steps_ > 0 && global_step >= max_steps_) {
+    state_.phase = JobPhase::kStopping;
+  }
+  LOG(INFO) << "model ready at global step " << global_step << " ("
+            << (checkpoint.empty() ? "fresh" : absl::StrCat("from ", checkpoint)) << "); phase "
+            << JobPhaseName(state_.phase);
+  cv_.SignalAll();
+  return state_;
+}
+
+absl::StatusOr<JobState> Coordinator::RequestStop() {
+  MutexLock lock(&mu_);
+  if (state_.phase == JobPhase::kStarting || state_.phase == JobPhase::kRunning) {
+    LOG(INFO) << "stop requested at global step " << state_.global_step;
+    state_.phase = JobPhase::kStopping;
+    cv_.SignalAll();
+  }
+  return state_;
+}
+
+absl::StatusOr<JobState> Coordinator::EndJob(bool success, absl::string_view message) {
+  MutexLock lock(&mu_);
+  const JobPhase outcome = success ? JobPhase::kDone : JobPhase::kFailed;
+  if (HasEnded(state_.phase)) {
+    if (state_.phase == outcome) return state_;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "EndJob(", success ? "success" : "failure", "): the job already ended ",
+        JobPhaseName(state_.phase), state_.message.empty() ? "" : ": ", state_.message));
+  }
+  state_.phase = outcome;
+  if (!success) state_.message = std::string(message);
+  if (success) {
+    LOG(INFO) << "job done at global step " << state_.global_step;
+  } else {
+    LOG(ERROR) << "job failed at global step " << state_.global_step << ": " << message;
+  }
+  cv_.SignalAll();
+  return state_;
+}
+
+absl::StatusOr<JobState> Coordinator::GetState() {
+  ReaderMutexLock lock(&mu_);
+  return state_;
+}
+
+std::vector<TaskId> Coordinator::LiveTrainers() const {
+  ReaderMutexLock lock(&mu_);
+  const absl::Time now = Now();
+  std::vector<TaskId> live;
+  for (const Member& m : members_) {
+    if (IsTrainer(m.task) && IsLive(m, now)) live.push_back(m.task);
+  }
+  return live;
+}
+
+std::vector<TaskId> Coordinator::DeadTasks() const {
+  ReaderMutexLock lock(&mu_);
+  const absl::Time now = Now();
+  std::vector<TaskId> dead;
+  for (const Member& m : members_) {
+    if (m.registered && !IsLive(m, now)) dead.push_back(m.task);
+  }
+  return dead;
+}
+
+std::vector<TaskStatus> Coordinator::Tasks() const {
+  ReaderMutexLock lock(&mu_);
+  const absl::Time now = Now();
+  std::vector<TaskStatus> tasks;
+  tasks.reserve(members_.size());
+  for (const Member& m : members_) {
+    tasks.push_back({.task = m.task,
+                     .address = m.address,
+                     .registered = m.registered,
+                     .incarnation = m.incarnation,
+                     .restarts = m.restarts,
+                     .live = IsLive(m, now),
+                     .last_seen = m.last_seen,
+                     .done = m.done,
+                     .steps = m.steps,
+                     .examples = m.examples});
+  }
+  return tasks;
+}
+
+bool Coordinator::WaitSlice(absl::Time deadline) {
+  const absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) return false;
+  cv_.WaitWithTimeout(&mu_, std::min(left, kMaxWaitSlice));
+  return true;
+}
+
+std::vector<const Coordinator::Member*> Coordinator::Unregistered() const {
+  std::vector<const Member*> missing;
+  for (const Member& m : members_) {
+    if (m.task.role != TaskRole::kEvaluator && !m.registered) missing.push_back(&m);
+  }
+  return missing;
+}
+
+std::vector<const Coordinator::Member*> Coordinator::TrainersRunning(absl::Time now) const {
+  std::vector<const Member*> running;
+  for (const Member& m : members_) {
+    if (IsTrainer(m.task) && IsLive(m, now) && !m.done) running.push_back(&m);
+  }
+  return running;
+}
+
+std::string Coordinator::Describe(const std::vector<const Member*>& members, absl::Time now) const {
+  return absl::StrJoin(members, "; ", [&](std::string* out, const Member* m) {
+    absl::StrAppend(out, m->task.ToString());
+    if (!m->address.empty()) absl::StrAppend(out, " at ", m->address);
+    if (m->registered) {
+      const absl::Duration silent = absl::Trunc(now - m->last_seen, absl::Milliseconds(1));
+      absl::StrAppend(out, ", last seen ", absl::FormatDuration(silent), " ago");
+    }
+  });
+}
+
+absl::Status Coordinator::WaitForRegistration(absl::Duration timeout) {
+  MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Time next_report = absl::Now() + kReportEvery;
+  std::vector<const Member*> missing = Unregistered();
+  while (!missing.empty() && WaitSlice(deadline)) {
+    missing = Unregistered();
+    if (!missing.empty() && absl::Now() >= next_report) {
+      LOG(INFO) << "waiting for " << missing.size()
+                << " tasks to register: " << Describe(missing, Now());
+      next_report += kReportEvery;
+    }
+  }
+  if (missing.empty()) return absl::OkStatus();
+  return absl::DeadlineExceededError(
+      absl::StrCat("waiting for the tasks to register: after ", absl::FormatDuration(timeout), ", ",
+                   missing.size(), " of ", members_.size() - 1,
+                   " tasks have not registered: ", Describe(missing, Now())));
+}
+
+absl::Status Coordinator::WaitForTrainersDone(absl::Duration timeout) {
+  MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Time next_report = absl::Now() + kReportEvery;
+  std::vector<const Member*> running = TrainersRunning(Now());
+  while (!running.empty() && WaitSlice(deadline)) {
+    running = TrainersRunning(Now());
+    if (!running.empty() && absl::Now() >= next_report) {
+      LOG(INFO) << "waiting for " << running.size()
+                << " trainers to finish: " << Describe(running, Now());
+      next_report += kReportEvery;
+    }
+  }
+  const absl::Time now = Now();
+  if (!running.empty()) {
+    return absl::DeadlineExceededError(absl::StrCat("waiting for the trainers to finish: after ",
+                                                    absl::FormatDuration(timeout),
+                                                    ", still training: ", Describe(running, now)));
+  }
+  std::vector<const Member*> dead;
+  for (const Member& m : members_) {
+    if (IsTrainer(m.task) && m.registered && !m.done && !IsLive(m, now)) dead.push_back(&m);
+  }
+  if (!dead.empty()) {
+    LOG(WARNING) << "not waiting for " << dead.size() << " dead trainers (silent for over "
+                 << absl::FormatDuration(heartbeat_timeout_) << "): " << Describe(dead, now);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shoal

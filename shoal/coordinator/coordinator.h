@@ -1,0 +1,175 @@
+// Coordinator: the in-process CoordinatorService the chief runs (rpc/coordinator_service.h).
+//
+// It keeps the job's membership, liveness, global step and phase. Other tasks reach it through
+// the gRPC stub; the chief's own training loop calls it directly, and registers and heart-beats
+// like any other task.
+//
+// Membership. Register accepts a task of the cluster spec, or evaluator:0 (INVALID_ARGUMENT
+// otherwise, and for incarnation 0, which is what an unset field reads). Registering again with the
+// same incarnation is a harmless retry. A different incarnation is a restarted process: it replaces
+// the old one (done flag and step count reset) and the old incarnation is retired: every later call
+// with it, Register included, gets ABORTED, so a zombie process cannot act on its old registration.
+// Any other call from a task that has not registered (or with an incarnation never registered) is
+// FAILED_PRECONDITION: register first.
+//
+// Liveness. Every call from a task (Register, Heartbeat, AdvanceStep, ReportDone) counts as a
+// sign of life. A registered task is dead once it has been silent for `heartbeat_timeout`; if it
+// calls again it is live again. Tasks that never registered are neither live nor dead: they are
+// missing (WaitForRegistration names them).
+//
+// Phases (JobPhase). kStarting -> kRunning on SetModelReady; kStarting/kRunning -> kStopping on
+// RequestStop or when the global step reaches `max_steps`; any phase -> kDone / kFailed on EndJob.
+//   - AdvanceStep (chief and workers only, steps >= 1): FAILED_PRECONDITION in kStarting (the
+//     model is not ready). In kRunning and kStopping the steps are counted (a step finished
+//     after the stop is still a real update on the PS); the reply's phase tells the trainer to
+//     stop. After EndJob the steps are not counted (the final checkpoint is taken) and the reply
+//     is OK with the final phase, so a late trainer exits with the job's outcome, not an error.
+//   - SetModelReady(step, checkpoint): sets the global step and the model; kStarting -> kRunning
+//     (straight to kStopping if `step` already reaches max_steps: a finished job restored). The
+//     same arguments again are a harmless retry; different ones, or a call after EndJob, are
+//     FAILED_PRECONDITION. After an early RequestStop the model still becomes ready, in
+//     kStopping.
+//   - ReportDone (chief and workers only): marks the trainer done, in any phase, with its example
+//     count; repeating it updates the count.
+//   - RequestStop: idempotent; no effect once the job has ended.
+//   - EndJob: the first call decides; the same outcome again is a retry, a different one is
+//     FAILED_PRECONDITION.
+//
+// Time. Liveness uses `clock` (injectable for tests). The local waits (WaitForRegistration,
+// WaitForTrainersDone) bound themselves in real time, so a stopped fake clock cannot hang them;
+// they re-check liveness at least every 100 ms, so a test advancing a fake clock is seen promptly.
+//
+// Thread safety: thread-safe. `clock` is called under the coordinator's lock and must be
+// thread-safe itself.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "shoal/base/mutex.h"
+#include "shoal/rpc/cluster_spec.h"
+#include "shoal/rpc/coordinator_service.h"
+
+namespace shoal {
+
+struct CoordinatorOptions {
+  // The tasks that may register (plus evaluator:0). Exactly one chief (CHECKed): a spec from
+  // ParseClusterSpec.
+  ClusterSpec cluster;
+  // The global step at which the phase becomes kStopping. 0 = no limit.
+  int64_t max_steps = 0;
+  // A registered task silent for this long is dead. Default 30 s.
+  absl::Duration heartbeat_timeout = absl::Seconds(30);
+  // The time liveness is judged by. Empty = absl::Now.
+  std::function<absl::Time()> clock;
+};
+
+// What the coordinator knows about one task: for logs and the chief's status page.
+struct TaskStatus {
+  TaskId task;
+  std::string address;  // "" for the evaluator
+  bool registered = false;
+  uint64_t incarnation = 0;
+  int restarts = 0;   // registrations with a new incarnation after the first
+  bool live = false;  // registered and heard from within heartbeat_timeout
+  absl::Time last_seen = absl::InfinitePast();  // InfinitePast before registration
+  bool done = false;                            // ReportDone received (trainers)
+  int64_t steps = 0;                            // steps this incarnation added to the global step
+  int64_t examples = 0;                         // as reported by ReportDone
+};
+
+class Coordinator final : public CoordinatorService {
+ public:
+  explicit Coordinator(CoordinatorOptions options);
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // CoordinatorService.
+  [[nodiscard]] absl::StatusOr<JobState> Register(const TaskId& task,
+                                                  uint64_t incarnation) override;
+  [[nodiscard]] absl::StatusOr<JobState> Heartbeat(const TaskId& task,
+                                                   uint64_t incarnation) override;
+  [[nodiscard]] absl::StatusOr<JobState> AdvanceStep(const TaskId& task, uint64_t incarnation,
+                                                     int64_t steps) override;
+  [[nodiscard]] absl::StatusOr<JobState> ReportDone(const TaskId& task, uint64_t incarnation,
+                                                    int64_t examples) override;
+  [[nodiscard]] absl::StatusOr<JobState> SetModelReady(int64_t global_step,
+                                                       absl::string_view checkpoint) override;
+  [[nodiscard]] absl::StatusOr<JobState> RequestStop() override;
+  [[nodiscard]] absl::StatusOr<JobState> EndJob(bool success, absl::string_view message) override;
+  [[nodiscard]] absl::StatusOr<JobState> GetState() override;
+
+  // Chief-side, local only.
+
+  // Registered chief and workers that are live, in spec order.
+  std::vector<TaskId> LiveTrainers() const;
+  // Registered tasks of any role that are dead, in spec order (evaluator last).
+  std::vector<TaskId> DeadTasks() const;
+  // Every task of the spec, then evaluator:0, with what is known about it.
+  std::vector<TaskStatus> Tasks() const;
+
+  // Waits until every task of the cluster spec has registered (the evaluator is not waited for).
+  // DEADLINE_EXCEEDED after `timeout`, naming each missing task and its address.
+  [[nodiscard]] absl::Status WaitForRegistration(absl::Duration timeout);
+  // Waits until every trainer that registered has reported done or is dead; the dead ones are
+  // named in a warning. DEADLINE_EXCEEDED after `timeout`, naming the trainers still running.
+  [[nodiscard]] absl::Status WaitForTrainersDone(absl::Duration timeout);
+
+ private:
+  struct Member {
+    TaskId task;
+    std::string address;
+    bool registered = false;
+    uint64_t incarnation = 0;
+    std::vector<uint64_t> retired;  // replaced incarnations: their calls get ABORTED
+    int restarts = 0;
+    absl::Time last_seen = absl::InfinitePast();
+    bool done = false;
+    int64_t steps = 0;
+    int64_t examples = 0;
+  };
+
+  // The member for `task`, or nullptr when it may not register.
+  Member* Find(const TaskId& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ABORTED when `incarnation` of `m` was replaced by a newer one.
+  absl::Status CheckNotRetired(const Member& m, uint64_t incarnation, absl::string_view call) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The member calling with `incarnation`, after the checks every task call makes (see the
+  // header comment); refreshes its liveness.
+  absl::StatusOr<Member*> Caller(const TaskId& task, uint64_t incarnation, absl::string_view call)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool IsLive(const Member& m, absl::Time now) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Time Now() const { return clock_(); }
+
+  // Spec tasks that have not registered.
+  std::vector<const Member*> Unregistered() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Registered trainers that are live and not done.
+  std::vector<const Member*> TrainersRunning(absl::Time now) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // "worker:1 at host:2222, last seen 1.5s ago", joined with "; ".
+  std::string Describe(const std::vector<const Member*>& members, absl::Time now) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Waits on cv_ for at most kMaxWaitSlice and not past `deadline` (real time). False once the
+  // deadline has passed, without waiting.
+  bool WaitSlice(absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int num_workers_;
+  const int num_ps_;
+  const int64_t max_steps_;
+  const absl::Duration heartbeat_timeout_;
+  const std::function<absl::Time()> clock_;
+
+  mutable Mutex mu_;
+  CondVar cv_;  // signalled on every change of membership, done flags and phase
+  // The spec's tasks in order (chief, workers, ps), then evaluator:0. Never resized.
+  std::vector<Member> members_ ABSL_GUARDED_BY(mu_);
+  JobState state_ ABSL_GUARDED_BY(mu_);
+  int64_t ready_step_ ABSL_GUARDED_BY(mu_) = 0;  // SetModelReady's step, for its retries
+};
+
+}  // namespace shoal
