@@ -1,0 +1,239 @@
+// A real ParameterServer behind a GrpcServer, reached through GrpcParameterService, gives the
+// same results as an identical ParameterServer called directly: every method, with the default
+// message limit and with a 64 KiB one that forces every batch into chunks.
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shoal/base/status.h"
+#include "shoal/checkpoint/checkpoint.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/ps/parameter_server.h"
+#include "shoal/ps/ps_test_util.h"
+#include "shoal/rpc/grpc/grpc_channel.h"
+#include "shoal/rpc/grpc/grpc_parameter_service.h"
+#include "shoal/rpc/grpc/grpc_server.h"
+
+namespace shoal {
+namespace {
+
+using namespace ps_test;  // NOLINT(google-build-using-namespace): test helpers
+
+constexpr char kSecret[] = "roundtrip-secret-0123456789abcdef";
+
+class GrpcRoundTripTest : public ::testing::TestWithParam<int64_t> {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(RegisterBuiltinFileSystems(fs_).ok());
+    root_ = std::filesystem::path(::testing::TempDir()) /
+            ("grpc_roundtrip_" + std::to_string(getpid()) + "_" + std::to_string(GetParam()));
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_);
+
+    direct_ = std::make_unique<ParameterServer>(fs_, 0, 1);
+    served_ = std::make_unique<ParameterServer>(fs_, 0, 1);
+    absl::StatusOr<std::unique_ptr<GrpcServer>> server =
+        GrpcServer::Start("127.0.0.1:0", {.secret = kSecret, .max_message_bytes = GetParam()},
+                          served_.get(), nullptr);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    absl::StatusOr<std::shared_ptr<GrpcChannel>> channel =
+        Connect({.address = server_->address(),
+                 .peer = "ps:0",
+                 .secret = kSecret,
+                 .connect_deadline = absl::Seconds(10),
+                 .max_message_bytes = GetParam()});
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    remote_ = std::make_unique<GrpcParameterService>(*channel);
+  }
+
+  void TearDown() override {
+    server_.reset();
+    std::filesystem::remove_all(root_);
+  }
+
+  // Runs `op` on the direct and the remote service; both statuses must agree in code.
+  template <typename Op>
+  void Both(const Op& op) {
+    const absl::Status direct = op(*direct_);
+    const absl::Status remote = op(*remote_);
+    ASSERT_EQ(direct.code(), remote.code()) << "direct: " << direct << "\nremote: " << remote;
+  }
+
+  static std::vector<Tensor> Pull(ParameterService& ps, const std::vector<std::string>& names) {
+    std::vector<Tensor> values;
+    EXPECT_TRUE(ps.PullDense(names, &values).ok());
+    return values;
+  }
+
+  static std::vector<float> Rows(ParameterService& ps, const std::string& table,
+                                 const std::vector<uint64_t>& ids, int64_t dim, LookupMode mode,
+                                 int64_t step) {
+    std::vector<float> rows(ids.size() * dim);
+    absl::Status s = ps.Lookup(table, ids, mode, step, absl::MakeSpan(rows));
+    EXPECT_TRUE(s.ok()) << s;
+    return rows;
+  }
+
+  void ExpectSameDense() {
+    const std::vector<Tensor> d = Pull(*direct_, names_);
+    const std::vector<Tensor> r = Pull(*remote_, names_);
+    ASSERT_EQ(d.size(), names_.size());
+    ASSERT_EQ(r.size(), names_.size());
+    for (size_t i = 0; i < names_.size(); ++i) {
+      EXPECT_TRUE(SameTensor(d[i], r[i])) << names_[i];
+    }
+  }
+
+  void ExpectSameRows(LookupMode mode, int64_t step) {
+    for (const TableSpec& t : spec_.tables) {
+      EXPECT_EQ(Rows(*direct_, t.name, ids_, t.dim, mode, step),
+                Rows(*remote_, t.name, ids_, t.dim, mode, step))
+          << t.name;
+    }
+  }
+
+  FileSystems fs_;
+  std::filesystem::path root_;
+  // The wide & deep model plus two 40 KB kernels, so that dense calls need two messages under
+  // the small limit.
+  const ModelSpec spec_ = [] {
+    ModelSpec spec = WideDeepSpec();
+    for (const char* name : {"big/kernel_0", "big/kernel_1"}) {
+      spec.dense.push_back({.name = name,
+                            .shape = {100, 100},
+                            .initializer = {.kind = DenseInitializer::Kind::kGlorotUniform},
+                            .group = "plain"});
+    }
+    return spec;
+  }();
+  std::vector<std::string> names_ = [this] {
+    std::vector<std::string> names;
+    for (const DenseVariableSpec& v : spec_.dense) names.push_back(v.name);
+    return names;
+  }();
+  // 3000 ids: 96 KB of emb/C1 rows, over the small limit.
+  const std::vector<uint64_t> ids_ = SomeIds(3000);
+  std::unique_ptr<ParameterServer> direct_;
+  std::unique_ptr<ParameterServer> served_;
+  std::unique_ptr<GrpcServer> server_;
+  std::unique_ptr<GrpcParameterService> remote_;
+};
+
+TEST_P(GrpcRoundTripTest, EveryMethodMatchesTheDirectCall) {
+  // Before Initialize: the same FAILED_PRECONDITION.
+  Both([&](ParameterService& ps) { return ps.GetTableStats().status(); });
+
+  Both([&](ParameterService& ps) { return ps.Initialize(spec_); });
+  ExpectSameDense();
+  ExpectSameRows(LookupMode::kTrain, 0);
+
+  // Dense updates; the SGD group ("plain", lr 0.5) checked against the formula too.
+  const std::string sgd_var = "dnn/logits/kernel";
+  const Tensor before = Pull(*remote_, {sgd_var})[0];
+  std::vector<Tensor> grads;
+  for (const DenseVariableSpec& v : spec_.dense) grads.push_back(SomeGradTensor(v.shape, 1));
+  Both([&](ParameterService& ps) { return ps.PushDense(names_, grads, 1); });
+  ExpectSameDense();
+  const Tensor after = Pull(*remote_, {sgd_var})[0];
+  const Tensor& g = grads[2];
+  ASSERT_EQ(spec_.dense[2].name, sgd_var);
+  for (int64_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i], before[i] - 0.5f * g[i]) << i;
+
+  // Sparse updates on every table.
+  for (const TableSpec& t : spec_.tables) {
+    const std::vector<float> sparse = SomeGrads(ids_.size() * t.dim, 2);
+    Both([&](ParameterService& ps) { return ps.PushSparse(t.name, ids_, sparse, 2); });
+  }
+  ExpectSameRows(LookupMode::kInference, 2);
+
+  absl::StatusOr<std::vector<TableStats>> d_stats = direct_->GetTableStats();
+  absl::StatusOr<std::vector<TableStats>> r_stats = remote_->GetTableStats();
+  ASSERT_TRUE(d_stats.ok() && r_stats.ok());
+  ASSERT_EQ(d_stats->size(), r_stats->size());
+  for (size_t i = 0; i < d_stats->size(); ++i) {
+    EXPECT_EQ((*d_stats)[i].name, (*r_stats)[i].name);
+    EXPECT_EQ((*d_stats)[i].rows, (*r_stats)[i].rows);
+    EXPECT_EQ((*d_stats)[i].memory_bytes, (*r_stats)[i].memory_bytes);
+  }
+
+  // Errors: same codes.
+  Both([&](ParameterService& ps) {
+    std::vector<Tensor> values;
+    const std::string unknown = "no/such/variable";
+    return ps.PullDense({&unknown, 1}, &values);
+  });
+  Both([&](ParameterService& ps) {
+    std::vector<float> row(8);
+    return ps.Lookup("no/such/table", {&ids_[0], 1}, LookupMode::kTrain, 3, absl::MakeSpan(row));
+  });
+  Both([&](ParameterService& ps) {
+    std::vector<float> row(8);
+    return ps.Lookup("emb/C2", {&ids_[0], 1}, LookupMode::kTrain, 3, absl::MakeSpan(row));
+  });
+  Both([&](ParameterService& ps) { return ps.PushDense(names_, grads, 0); });  // step 0
+  Both([&](ParameterService& ps) {
+    ModelSpec other = spec_;
+    other.seed = 7;
+    return ps.Initialize(other);  // a different spec once initialised
+  });
+}
+
+TEST_P(GrpcRoundTripTest, SaveAndRestoreMatchTheDirectCall) {
+  FileSystem* local = fs_.For(root_.string()).value();
+  Both([&](ParameterService& ps) { return ps.Initialize(spec_); });
+  std::vector<Tensor> grads;
+  for (const DenseVariableSpec& v : spec_.dense) grads.push_back(SomeGradTensor(v.shape, 1));
+  Both([&](ParameterService& ps) { return ps.PushDense(names_, grads, 1); });
+  for (const TableSpec& t : spec_.tables) {
+    const std::vector<float> sparse = SomeGrads(ids_.size() * t.dim, 1);
+    Both([&](ParameterService& ps) {
+      std::vector<float> rows(ids_.size() * t.dim);
+      RETURN_IF_ERROR(ps.Lookup(t.name, ids_, LookupMode::kTrain, 1, absl::MakeSpan(rows)));
+      return ps.PushSparse(t.name, ids_, sparse, 1);
+    });
+  }
+
+  // Each side saves into its own model dir; the shard files describe the same state.
+  std::vector<ShardFileInfo> infos;
+  std::vector<std::string> dirs;
+  for (ParameterService* ps : {static_cast<ParameterService*>(direct_.get()),
+                               static_cast<ParameterService*>(remote_.get())}) {
+    const std::string model_dir = (root_ / (ps == direct_.get() ? "direct" : "remote")).string();
+    absl::StatusOr<std::string> dir = PrepareCheckpointDir(*local, model_dir, 1);
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    absl::StatusOr<ShardFileInfo> info = ps->Save(*dir);
+    ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_TRUE(CommitCheckpoint(*local, model_dir, 1, {*info}).ok());
+    infos.push_back(*info);
+    dirs.push_back(*dir);
+  }
+  EXPECT_EQ(infos[0], infos[1]);
+
+  // Train on, then restore both from the direct side's checkpoint: back to the saved state.
+  const std::vector<Tensor> saved = Pull(*direct_, names_);
+  Both([&](ParameterService& ps) { return ps.PushDense(names_, grads, 2); });
+  Both([&](ParameterService& ps) { return ps.Restore(spec_, dirs[0]); });
+  ExpectSameDense();
+  ExpectSameRows(LookupMode::kInference, 2);
+  const std::vector<Tensor> restored = Pull(*remote_, names_);
+  for (size_t i = 0; i < names_.size(); ++i) EXPECT_TRUE(SameTensor(saved[i], restored[i]));
+
+  Both([&](ParameterService& ps) {
+    return ps.Restore(spec_, (root_ / "no-such-checkpoint").string());
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(MessageLimits, GrpcRoundTripTest,
+                         ::testing::Values(kDefaultMaxMessageBytes, int64_t{64} << 10),
+                         [](const ::testing::TestParamInfo<int64_t>& info) {
+                           return info.param == kDefaultMaxMessageBytes ? "Default" : "Tiny64KiB";
+                         });
+
+}  // namespace
+}  // namespace shoal

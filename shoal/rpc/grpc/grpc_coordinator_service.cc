@@ -1,0 +1,122 @@
+#include "shoal/rpc/grpc/grpc_coordinator_service.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "shoal/base/status.h"
+#include "shoal/rpc/grpc/grpc_channel_impl.h"
+#include "shoal/rpc/grpc/proto_convert.h"
+#include "shoal/rpc/proto/coordinator_service.grpc.pb.h"
+
+namespace shoal {
+
+struct GrpcCoordinatorService::Stub {
+  explicit Stub(const std::shared_ptr<grpc::Channel>& channel)
+      : stub(rpc::CoordinatorService::NewStub(channel)) {}
+  std::unique_ptr<rpc::CoordinatorService::Stub> stub;
+};
+
+namespace {
+
+// One RPC answered by a JobState: `invoke(ctx, &reply)` calls the stub method.
+template <typename Invoke>
+absl::StatusOr<JobState> Call(const GrpcChannel& channel, absl::string_view method,
+                              Invoke&& invoke) {
+  const absl::Duration deadline = channel.options().call_deadline;
+  grpc::ClientContext ctx;
+  channel.impl().Prepare(&ctx, deadline);
+  rpc::JobState reply;
+  RETURN_IF_ERROR(channel.impl().CallStatus(invoke(&ctx, &reply), method, deadline));
+  absl::StatusOr<JobState> state = rpc_internal::FromProto(reply);
+  if (!state.ok()) {
+    return absl::InternalError(absl::StrCat(channel.peer_description(), ": ", method,
+                                            ": malformed reply: ", state.status().message()));
+  }
+  return state;
+}
+
+}  // namespace
+
+GrpcCoordinatorService::GrpcCoordinatorService(std::shared_ptr<GrpcChannel> channel)
+    : channel_(std::move(channel)), stub_(std::make_unique<Stub>(channel_->impl().channel)) {}
+
+GrpcCoordinatorService::~GrpcCoordinatorService() = default;
+
+absl::StatusOr<JobState> GrpcCoordinatorService::Register(const TaskId& task,
+                                                          uint64_t incarnation) {
+  rpc::RegisterRequest request;
+  rpc_internal::ToProto(task, request.mutable_task());
+  request.set_incarnation(incarnation);
+  return Call(*channel_, "Register", [&](grpc::ClientContext* ctx, rpc::JobState* reply) {
+    return stub_->stub->Register(ctx, request, reply);
+  });
+}
+
+absl::StatusOr<JobState> GrpcCoordinatorService::Heartbeat(const TaskId& task,
+                                                           uint64_t incarnation) {
+  rpc::HeartbeatRequest request;
+  rpc_internal::ToProto(task, request.mutable_task());
+  request.set_incarnation(incarnation);
+  return Call(*channel_, "Heartbeat", [&](grpc::ClientContext* ctx, rpc::JobState* reply) {
+    return stub_->stub->Heartbeat(ctx, request, reply);
+  });
+}
+
+absl::StatusOr<JobState> GrpcCoordinatorService::AdvanceStep(const TaskId& task,
+                                                             uint64_t incarnation, int64_t steps) {
+  rpc::AdvanceStepRequest request;
+  rpc_internal::ToProto(task, request.mutable_task());
+  request.set_incarnation(incarnation);
+  request.set_steps(steps);
+  return Call(*channel_, "AdvanceStep", [&](grpc::ClientContext* ctx, rpc::JobState* reply) {
+    return stub_->stub->AdvanceStep(ctx, request, reply);
+  });
+}
+
+absl::StatusOr<JobState> GrpcCoordinatorService::ReportDone(const TaskId& task,
+                                                            uint64_t incarnation,
+                                                            int64_t examples) {
+  rpc::ReportDoneRequest request;
+  rpc_internal::ToProto(task, request.mutable_task());
+  request.set_incarnation(incarnation);
+  request.set_examples(examples);
+  return Call(*channel_, "ReportDone", [&](grpc::ClientContext* ctx, rpc::JobState* reply) {
+    return stub_->stub->ReportDone(ctx, request, reply);
+  });
+}
+
+absl::StatusOr<JobState> GrpcCoordinatorService::SetModelReady(int64_t global_step,
+                                                               absl::string_view checkpoint) {
+  rpc::SetModelReadyRequest request;
+  request.set_global_step(global_step);
+  request.set_checkpoint(std::string(checkpoint));
+  return Call(*channel_, "SetModelReady", [&](grpc::ClientContext* ctx, rpc::JobState* reply) {
+    return stub_->stub->SetModelReady(ctx, request, reply);
+  });
+}
+
+absl::StatusOr<JobState> GrpcCoordinatorService::RequestStop() {
+  rpc::RequestStopRequest request;
+  return Call(*channel_, "RequestStop", [&](grpc::ClientContext* ctx, rpc::JobState* reply) {
+    return stub_->stub->RequestStop(ctx, request, reply);
+  });
+}
+
+absl::StatusOr<JobState> GrpcCoordinatorService::EndJob(bool success, absl::string_view message) {
+  rpc::EndJobRequest request;
+  request.set_success(success);
+  request.set_message(std::string(message));
+  return Call(*channel_, "EndJob", [&](grpc::ClientContext* ctx, rpc::JobState* reply) {
+    return stub_->stub->EndJob(ctx, request, reply);
+  });
+}
+
+absl::StatusOr<JobState> GrpcCoordinatorService::GetState() {
+  rpc::GetStateRequest request;
+  return Call(*channel_, "GetState", [&](grpc::ClientContext* ctx, rpc::JobState* reply) {
+    return stub_->stub->GetState(ctx, request, reply);
+  });
+}
+
+}  // namespace shoal

@@ -1,0 +1,240 @@
+#include "shoal/rpc/grpc/grpc_parameter_service.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "shoal/base/status.h"
+#include "shoal/rpc/grpc/chunking.h"
+#include "shoal/rpc/grpc/grpc_channel_impl.h"
+#include "shoal/rpc/grpc/proto_convert.h"
+#include "shoal/rpc/proto/parameter_service.grpc.pb.h"
+
+namespace shoal {
+
+struct GrpcParameterService::Stub {
+  explicit Stub(const std::shared_ptr<grpc::Channel>& channel)
+      : stub(rpc::ParameterService::NewStub(channel)) {}
+  std::unique_ptr<rpc::ParameterService::Stub> stub;
+};
+
+namespace {
+
+// One RPC: `invoke(ctx)` calls the stub method; the result is the call's status, prefixed.
+template <typename Invoke>
+absl::Status Call(const GrpcChannel& channel, absl::string_view method, absl::Duration deadline,
+                  Invoke&& invoke) {
+  grpc::ClientContext ctx;
+  channel.impl().Prepare(&ctx, deadline);
+  return channel.impl().CallStatus(invoke(&ctx), method, deadline);
+}
+
+absl::Status BadReply(const GrpcChannel& channel, absl::string_view method,
+                      absl::string_view problem) {
+  return absl::InternalError(
+      absl::StrCat(channel.peer_description(), ": ", method, ": malformed reply: ", problem));
+}
+
+}  // namespace
+
+GrpcParameterService::GrpcParameterService(std::shared_ptr<GrpcChannel> channel)
+    : channel_(std::move(channel)), stub_(std::make_unique<Stub>(channel_->impl().channel)) {}
+
+GrpcParameterService::~GrpcParameterService() = default;
+
+absl::Status GrpcParameterService::Initialize(const ModelSpec& spec) {
+  rpc::InitializeRequest request;
+  rpc_internal::ToProto(spec, request.mutable_spec());
+  rpc::InitializeReply reply;
+  return Call(
+      *channel_, "Initialize", channel_->options().long_call_deadline,
+      [&](grpc::ClientContext* ctx) { return stub_->stub->Initialize(ctx, request, &reply); });
+}
+
+absl::Status GrpcParameterService::PullDense(absl::Span<const std::string> names,
+                                             std::vector<Tensor>* values) {
+  const ConnectOptions& options = channel_->options();
+  values->clear();
+  values->reserve(names.size());
+  size_t next = 0;
+  do {
+    // The server answers the longest prefix of the names that fits in one reply.
+    rpc::PullDenseRequest request;
+    for (size_t i = next; i < names.size(); ++i) request.add_names(names[i]);
+    request.set_max_reply_bytes(options.max_message_bytes);
+    rpc::PullDenseReply reply;
+    RETURN_IF_ERROR(Call(
+        *channel_, "PullDense", options.call_deadline,
+        [&](grpc::ClientContext* ctx) { return stub_->stub->PullDense(ctx, request, &reply); }));
+    const size_t got = static_cast<size_t>(reply.values_size());
+    if ((got == 0 && next < names.size()) || got > names.size() - next) {
+      return BadReply(*channel_, "PullDense",
+                      absl::StrCat(got, " values for ", names.size() - next, " names"));
+    }
+    for (size_t i = 0; i < got; ++i) {
+      absl::StatusOr<Tensor> value =
+          rpc_internal::FromProto(reply.values(static_cast<int>(i)), names[next + i]);
+      if (!value.ok()) return BadReply(*channel_, "PullDense", value.status().message());
+      values->push_back(*std::move(value));
+    }
+    next += got;
+  } while (next < names.size());
+  return absl::OkStatus();
+}
+
+absl::Status GrpcParameterService::PushDense(absl::Span<const std::string> names,
+                                             absl::Span<const Tensor> grads, int64_t step) {
+  const ConnectOptions& options = channel_->options();
+  if (names.size() != grads.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("PushDense to ", channel_->peer_description(),
+                                                   ": ", names.size(), " names but ", grads.size(),
+                                                   " grads"));
+  }
+  std::vector<int64_t> bytes(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    bytes[i] = rpc_internal::DenseWireBytes(names[i], grads[i].shape());
+  }
+  ASSIGN_OR_RETURN(std::vector<size_t> ends,
+                   rpc_internal::DenseChunkEnds(names, bytes, options.max_message_bytes),
+                   "PushDense to ", channel_->peer_description());
+  if (ends.empty()) ends.push_back(0);  // still one call: the server validates the step
+  size_t begin = 0;
+  for (size_t end : ends) {
+    rpc::PushDenseRequest request;
+    request.set_step(step);
+    for (size_t i = begin; i < end; ++i) {
+      request.add_names(names[i]);
+      rpc_internal::ToProto(grads[i], request.add_grads());
+    }
+    rpc::PushDenseReply reply;
+    RETURN_IF_ERROR(Call(
+        *channel_, "PushDense", options.call_deadline,
+        [&](grpc::ClientContext* ctx) { return stub_->stub->PushDense(ctx, request, &reply); }));
+    begin = end;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GrpcParameterService::Lookup(absl::string_view table, absl::Span<const uint64_t> ids,
+                                          LookupMode mode, int64_t step, absl::Span<float> out) {
+  const ConnectOptions& options = channel_->options();
+  if (ids.empty() ? !out.empty() : (out.empty() || out.size() % ids.size() != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Lookup in table '", table, "' on ", channel_->peer_description(), ": ", out.size(),
+        " output floats are not a whole number of rows for ", ids.size(), " ids"));
+  }
+  const int64_t dim = ids.empty() ? 0 : static_cast<int64_t>(out.size() / ids.size());
+  size_t chunk = ids.size();
+  if (!ids.empty()) {
+    ASSIGN_OR_RETURN(chunk, rpc_internal::SparseChunkIds(options.max_message_bytes, table, dim),
+                     "Lookup on ", channel_->peer_description());
+  }
+  size_t begin = 0;
+  do {
+    const size_t end = std::min(ids.size(), begin + chunk);
+    rpc::LookupRequest request;
+    request.set_table(std::string(table));
+    request.mutable_ids()->Add(ids.begin() + begin, ids.begin() + end);
+    request.set_dim(dim);
+    request.set_mode(rpc_internal::ToProto(mode));
+    request.set_step(step);
+    rpc::LookupReply reply;
+    RETURN_IF_ERROR(Call(*channel_, "Lookup", options.call_deadline, [&](grpc::ClientContext* ctx) {
+      return stub_->stub->Lookup(ctx, request, &reply);
+    }));
+    const size_t want = (end - begin) * static_cast<size_t>(dim);
+    if (static_cast<size_t>(reply.values_size()) != want) {
+      return BadReply(*channel_, "Lookup",
+                      absl::StrCat(reply.values_size(), " floats for ", want, " wanted"));
+    }
+    std::copy(reply.values().begin(), reply.values().end(),
+              out.begin() + static_cast<ptrdiff_t>(begin * dim));
+    begin = end;
+  } while (begin < ids.size());
+  return absl::OkStatus();
+}
+
+absl::Status GrpcParameterService::PushSparse(absl::string_view table,
+                                              absl::Span<const uint64_t> ids,
+                                              absl::Span<const float> grads, int64_t step) {
+  const ConnectOptions& options = channel_->options();
+  if (ids.empty() ? !grads.empty() : (grads.empty() || grads.size() % ids.size() != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PushSparse to table '", table, "' on ", channel_->peer_description(), ": ", grads.size(),
+        " gradient floats are not a whole number of rows for ", ids.size(), " ids"));
+  }
+  const size_t dim = ids.empty() ? 0 : grads.size() / ids.size();
+  size_t chunk = ids.size();
+  if (!ids.empty()) {
+    ASSIGN_OR_RETURN(
+        chunk,
+        rpc_internal::SparseChunkIds(options.max_message_bytes, table, static_cast<int64_t>(dim)),
+        "PushSparse on ", channel_->peer_description());
+  }
+  if (chunk < ids.size()) {
+    // The server rejects repeated ids within one call; across calls only this check sees them.
+    absl::flat_hash_set<uint64_t> seen;
+    seen.reserve(ids.size());
+    for (uint64_t id : ids) {
+      if (!seen.insert(id).second) {
+        return absl::InvalidArgumentError(absl::StrCat("PushSparse to table '", table, "' on ",
+                                                       channel_->peer_description(), ": id ", id,
+                                                       " is repeated"));
+      }
+    }
+  }
+  size_t begin = 0;
+  do {
+    const size_t end = std::min(ids.size(), begin + chunk);
+    rpc::PushSparseRequest request;
+    request.set_table(std::string(table));
+    request.mutable_ids()->Add(ids.begin() + begin, ids.begin() + end);
+    request.mutable_grads()->Add(grads.begin() + begin * dim, grads.begin() + end * dim);
+    request.set_step(step);
+    rpc::PushSparseReply reply;
+    RETURN_IF_ERROR(Call(
+        *channel_, "PushSparse", options.call_deadline,
+        [&](grpc::ClientContext* ctx) { return stub_->stub->PushSparse(ctx, request, &reply); }));
+    begin = end;
+  } while (begin < ids.size());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ShardFileInfo> GrpcParameterService::Save(absl::string_view checkpoint_dir) {
+  rpc::SaveRequest request;
+  request.set_checkpoint_dir(std::string(checkpoint_dir));
+  rpc::SaveReply reply;
+  RETURN_IF_ERROR(
+      Call(*channel_, "Save", channel_->options().long_call_deadline,
+           [&](grpc::ClientContext* ctx) { return stub_->stub->Save(ctx, request, &reply); }));
+  ShardFileInfo info;
+  absl::Status converted = rpc_internal::FromProto(reply.file(), &info);
+  if (!converted.ok()) return BadReply(*channel_, "Save", converted.message());
+  return info;
+}
+
+absl::Status GrpcParameterService::Restore(const ModelSpec& spec,
+                                           absl::string_view checkpoint_dir) {
+  rpc::RestoreRequest request;
+  rpc_internal::ToProto(spec, request.mutable_spec());
+  request.set_checkpoint_dir(std::string(checkpoint_dir));
+  rpc::RestoreReply reply;
+  return Call(*channel_, "Restore", channel_->options().long_call_deadline,
+              [&](grpc::ClientContext* ctx) { return stub_->stub->Restore(ctx, request, &reply); });
+}
+
+absl::StatusOr<std::vector<TableStats>> GrpcParameterService::GetTableStats() {
+  rpc::GetTableStatsRequest request;
+  rpc::GetTableStatsReply reply;
+  RETURN_IF_ERROR(Call(
+      *channel_, "GetTableStats", channel_->options().call_deadline,
+      [&](grpc::ClientContext* ctx) { return stub_->stub->GetTableStats(ctx, request, &reply); }));
+  std::vector<TableStats> stats;
+  stats.reserve(reply.tables_size());
+  for (const rpc::TableStats& t : reply.tables()) stats.push_back(rpc_internal::FromProto(t));
+  return stats;
+}
+
+}  // namespace shoal

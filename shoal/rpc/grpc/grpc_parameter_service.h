@@ -1,0 +1,54 @@
+// GrpcParameterService: a ParameterService whose shard is in another process, reached over a
+// GrpcChannel. A caller cannot tell it from the in-process ps::ParameterServer: same methods,
+// same results, same status codes (with the peer named in front of the message).
+//
+// Chunking (so that no call meets the message limit, ConnectOptions::max_message_bytes):
+//   Lookup, PushSparse  split by ids into calls of at most (limit - 1 KiB) / (8 + 4 * dim) ids;
+//                       a push split into several calls first checks that its ids are unique
+//                       (the server can only check within one call).
+//   PushDense           split by variables (greedy, in order); PullDense lets the server answer
+//                       with the longest prefix of the names that fits and asks for the rest.
+//   A single dense variable (or table row) larger than the limit is RESOURCE_EXHAUSTED naming it
+//   and the limit: variables are not split into element ranges, because an update must see the
+//   whole gradient of a variable at once. Raise the limit (up to 1 GiB) for such a model.
+// A chunked push is not atomic: when call k fails, calls before k stay applied (as when a
+// worker dies between two pushes; the PS state stays valid). Unchunked calls are exactly one RPC.
+//
+// Thread safety: thread-safe, as the interface requires.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shoal/rpc/grpc/grpc_channel.h"
+#include "shoal/rpc/parameter_service.h"
+
+namespace shoal {
+
+class GrpcParameterService final : public ParameterService {
+ public:
+  explicit GrpcParameterService(std::shared_ptr<GrpcChannel> channel);
+  ~GrpcParameterService() override;
+
+  [[nodiscard]] absl::Status Initialize(const ModelSpec& spec) override;
+  [[nodiscard]] absl::Status PullDense(absl::Span<const std::string> names,
+                                       std::vector<Tensor>* values) override;
+  [[nodiscard]] absl::Status PushDense(absl::Span<const std::string> names,
+                                       absl::Span<const Tensor> grads, int64_t step) override;
+  [[nodiscard]] absl::Status Lookup(absl::string_view table, absl::Span<const uint64_t> ids,
+                                    LookupMode mode, int64_t step, absl::Span<float> out) override;
+  [[nodiscard]] absl::Status PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
+                                        absl::Span<const float> grads, int64_t step) override;
+  [[nodiscard]] absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override;
+  [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
+                                     absl::string_view checkpoint_dir) override;
+  [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats() override;
+
+ private:
+  struct Stub;  // the generated gRPC stub
+  std::shared_ptr<GrpcChannel> channel_;
+  std::unique_ptr<Stub> stub_;
+};
+
+}  // namespace shoal

@@ -1,0 +1,191 @@
+// The ParameterService side of GrpcServer (handlers.h).
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "shoal/base/status.h"
+#include "shoal/embedding/hash_table.h"
+#include "shoal/rpc/grpc/chunking.h"
+#include "shoal/rpc/grpc/handlers.h"
+#include "shoal/rpc/grpc/proto_convert.h"
+#include "shoal/rpc/proto/parameter_service.grpc.pb.h"
+
+namespace shoal::rpc_internal {
+namespace {
+
+absl::Status CheckName(absl::string_view name, absl::string_view what) {
+  if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> NamesFromProto(
+    const google::protobuf::RepeatedPtrField<std::string>& in) {
+  std::vector<std::string> names(in.begin(), in.end());
+  for (size_t i = 0; i < names.size(); ++i) {
+    RETURN_IF_ERROR(CheckName(names[i], absl::StrCat("names[", i, "]")));
+  }
+  return names;
+}
+
+class ParameterHandler final : public rpc::ParameterService::Service {
+ public:
+  ParameterHandler(ParameterService* ps, const CallGate* gate, int64_t max_message_bytes)
+      : ps_(ps), gate_(gate), max_message_bytes_(max_message_bytes) {}
+
+  grpc::Status Initialize(grpc::ServerContext* ctx, const rpc::InitializeRequest* request,
+                          rpc::InitializeReply* /*reply*/) override {
+    return gate_->Serve(*ctx, [&] { return DoInitialize(*request); });
+  }
+  grpc::Status PullDense(grpc::ServerContext* ctx, const rpc::PullDenseRequest* request,
+                         rpc::PullDenseReply* reply) override {
+    return gate_->Serve(*ctx, [&] { return DoPullDense(*request, reply); });
+  }
+  grpc::Status PushDense(grpc::ServerContext* ctx, const rpc::PushDenseRequest* request,
+                         rpc::PushDenseReply* /*reply*/) override {
+    return gate_->Serve(*ctx, [&] { return DoPushDense(*request); });
+  }
+  grpc::Status Lookup(grpc::ServerContext* ctx, const rpc::LookupRequest* request,
+                      rpc::LookupReply* reply) override {
+    return gate_->Serve(*ctx, [&] { return DoLookup(*request, reply); });
+  }
+  grpc::Status PushSparse(grpc::ServerContext* ctx, const rpc::PushSparseRequest* request,
+                          rpc::PushSparseReply* /*reply*/) override {
+    return gate_->Serve(*ctx, [&] { return DoPushSparse(*request); });
+  }
+  grpc::Status Save(grpc::ServerContext* ctx, const rpc::SaveRequest* request,
+                    rpc::SaveReply* reply) override {
+    return gate_->Serve(*ctx, [&] { return DoSave(*request, reply); });
+  }
+  grpc::Status Restore(grpc::ServerContext* ctx, const rpc::RestoreRequest* request,
+                       rpc::RestoreReply* /*reply*/) override {
+    return gate_->Serve(*ctx, [&] { return DoRestore(*request); });
+  }
+  grpc::Status GetTableStats(grpc::ServerContext* ctx, const rpc::GetTableStatsRequest* /*request*/,
+                             rpc::GetTableStatsReply* reply) override {
+    return gate_->Serve(*ctx, [&] { return DoGetTableStats(reply); });
+  }
+
+ private:
+  absl::Status DoInitialize(const rpc::InitializeRequest& request) {
+    ModelSpec spec;
+    RETURN_IF_ERROR(FromProto(request.spec(), &spec));
+    return ps_->Initialize(spec);
+  }
+
+  // Answers the longest prefix of the names that fits in the reply budget (at least one name),
+  // pulling one variable at a time so that nothing beyond the reply is copied.
+  absl::Status DoPullDense(const rpc::PullDenseRequest& request, rpc::PullDenseReply* reply) {
+    ASSIGN_OR_RETURN(std::vector<std::string> names, NamesFromProto(request.names()));
+    int64_t limit = max_message_bytes_;
+    if (request.max_reply_bytes() > 0) limit = std::min(limit, request.max_reply_bytes());
+    const int64_t budget = ChunkBudget(limit);
+    int64_t used = 0;
+    std::vector<Tensor> value;
+    for (size_t i = 0; i < names.size(); ++i) {
+      RETURN_IF_ERROR(ps_->PullDense(absl::MakeConstSpan(&names[i], 1), &value));
+      if (value.size() != 1) {
+        return absl::InternalError(
+            absl::StrCat("PullDense of '", names[i], "' returned ", value.size(), " values"));
+      }
+      const int64_t bytes = DenseWireBytes(names[i], value[0].shape());
+      if (bytes > budget) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "dense variable '", names[i], "' takes ", bytes, " bytes on the wire, more than a ",
+            limit, "-byte message can carry (max_message_bytes; variables are not split)"));
+      }
+      if (used + bytes > budget) break;  // the client asks again for names[i..]
+      used += bytes;
+      ToProto(value[0], reply->add_values());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status DoPushDense(const rpc::PushDenseRequest& request) {
+    ASSIGN_OR_RETURN(std::vector<std::string> names, NamesFromProto(request.names()));
+    if (request.grads_size() != request.names_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "PushDense: ", request.names_size(), " names but ", request.grads_size(), " grads"));
+    }
+    std::vector<Tensor> grads;
+    grads.reserve(names.size());
+    for (int i = 0; i < request.grads_size(); ++i) {
+      ASSIGN_OR_RETURN(Tensor grad, FromProto(request.grads(i),
+                                              absl::StrCat("grads[", i, "] '", names[i], "'")));
+      grads.push_back(std::move(grad));
+    }
+    return ps_->PushDense(names, grads, request.step());
+  }
+
+  absl::Status DoLookup(const rpc::LookupRequest& request, rpc::LookupReply* reply) {
+    RETURN_IF_ERROR(CheckName(request.table(), "table"));
+    ASSIGN_OR_RETURN(LookupMode mode, FromProto(request.mode()));
+    const int64_t n = request.ids_size();
+    const int64_t dim = request.dim();
+    if (n > 0 && (dim < 1 || dim > HashEmbeddingTable::kMaxDim)) {
+      return absl::InvalidArgumentError(absl::StrCat("Lookup in table '", request.table(),
+                                                     "': dim ", dim, " is outside [1, ",
+                                                     HashEmbeddingTable::kMaxDim, "]"));
+    }
+    const int64_t values = n > 0 ? n * dim : 0;  // n <= 2^28 (message limit), dim <= 2^14
+    if (4 * values > ChunkBudget(max_message_bytes_)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "Lookup of ", n, " ids of dim ", dim, " in table '", request.table(),
+          "' needs a reply over this server's message limit of ", max_message_bytes_, " bytes"));
+    }
+    reply->mutable_values()->Resize(static_cast<int>(values), 0.0f);
+    return ps_->Lookup(request.table(), absl::MakeConstSpan(request.ids().data(), n), mode,
+                       request.step(),
+                       absl::MakeSpan(reply->mutable_values()->mutable_data(), values));
+  }
+
+  absl::Status DoPushSparse(const rpc::PushSparseRequest& request) {
+    RETURN_IF_ERROR(CheckName(request.table(), "table"));
+    const int64_t n = request.ids_size();
+    const int64_t g = request.grads_size();
+    if (n == 0 ? g != 0 : (g == 0 || g % n != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PushSparse to table '", request.table(), "': ", g,
+                       " gradient values are not a whole number of rows for ", n, " ids"));
+    }
+    return ps_->PushSparse(request.table(), absl::MakeConstSpan(request.ids().data(), n),
+                           absl::MakeConstSpan(request.grads().data(), g), request.step());
+  }
+
+  absl::Status DoSave(const rpc::SaveRequest& request, rpc::SaveReply* reply) {
+    RETURN_IF_ERROR(CheckName(request.checkpoint_dir(), "checkpoint_dir"));
+    ASSIGN_OR_RETURN(ShardFileInfo info, ps_->Save(request.checkpoint_dir()));
+    ToProto(info, reply->mutable_file());
+    return absl::OkStatus();
+  }
+
+  absl::Status DoRestore(const rpc::RestoreRequest& request) {
+    RETURN_IF_ERROR(CheckName(request.checkpoint_dir(), "checkpoint_dir"));
+    ModelSpec spec;
+    RETURN_IF_ERROR(FromProto(request.spec(), &spec));
+    return ps_->Restore(spec, request.checkpoint_dir());
+  }
+
+  absl::Status DoGetTableStats(rpc::GetTableStatsReply* reply) {
+    ASSIGN_OR_RETURN(std::vector<TableStats> stats, ps_->GetTableStats());
+    for (const TableStats& s : stats) ToProto(s, reply->add_tables());
+    return absl::OkStatus();
+  }
+
+  ParameterService* const ps_;
+  const CallGate* const gate_;
+  const int64_t max_message_bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> NewParameterHandler(ParameterService* ps, const CallGate* gate,
+                                                   int64_t max_message_bytes) {
+  return std::make_unique<ParameterHandler>(ps, gate, max_message_bytes);
+}
+
+}  // namespace shoal::rpc_internal
