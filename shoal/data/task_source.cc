@@ -40,7 +40,6 @@ absl::StatusOr<std::unique_ptr<StaticTaskSource>> StaticTaskSource::Create(
   ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFilePatterns(fs, options.patterns));
   std::vector<DataTask> tasks;
   for (size_t i = 0; i < files.size(); ++i) {
-    if (static_cast<int>(i % options.shard_num) != options.shard_index) continue;
     const std::string& path = files[i];
     uint64_t size = 0;
     // A compressed file is one stream that can only be read from its start: never split.
@@ -60,6 +59,13 @@ absl::StatusOr<std::unique_ptr<StaticTaskSource>> StaticTaskSource::Create(
       tasks.push_back(DataTask{path, begin, end, 0, 0});
     }
   }
+  // Static sharding over tasks (after splitting), so the byte ranges of one big file spread over
+  // the shards too; without splitting, task i is file i.
+  std::vector<DataTask> mine;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (static_cast<int>(i % options.shard_num) == options.shard_index) mine.push_back(tasks[i]);
+  }
+  tasks = std::move(mine);
   if (tasks.empty()) {
     return absl::NotFoundError(absl::StrCat("shard ", options.shard_index, " of ",
                                             options.shard_num, " gets no file: only ", files.size(),

@@ -2,9 +2,10 @@
 //
 // StaticTaskSource expands file globs once and yields, epoch after epoch, one task per file (or
 // per byte range of a large text file), optionally in a seeded shuffled order per epoch and
-// restricted to a static shard (TF's `dataset.shard(num, index)`: file i belongs to shard
-// i % num). The coordinator's dynamic queue (a later issue) is another TaskSource that leases the
-// same DataTasks to whichever worker asks first.
+// restricted to a static shard (TF's `dataset.shard(num, index)`: task i -- file i, or the
+// i-th byte range when files are split -- belongs to shard i % num). The coordinator's dynamic
+// queue (a later issue) is another TaskSource that leases the same DataTasks to whichever worker
+// asks first.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,7 @@ struct StaticTaskOptions {
   int64_t num_epochs = 1;             // >= 1; 0 means repeat until the consumer stops
   bool shuffle_files = false;         // reorder the files each epoch, by seed and epoch
   uint64_t seed = 0;
-  int shard_num = 1;    // static sharding over files
+  int shard_num = 1;    // static sharding over tasks (see above)
   int shard_index = 0;  // in [0, shard_num)
   // Text files larger than this are split into byte-range tasks of about this size, so several
   // parse threads can read one big file. 0 = one task per file. Only for RecordFormat::kText, and

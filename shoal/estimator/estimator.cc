@@ -67,11 +67,13 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(FileSystems& fs,
                                                              EstimatorConfig config) {
   RETURN_IF_ERROR(Check(config));
   std::unique_ptr<Estimator> estimator(new Estimator(fs, std::move(config)));
-  const int n = estimator->config_.num_ps_shards;
-  std::vector<ParameterService*> shards;
-  for (int k = 0; k < n; ++k) {
-    estimator->servers_.push_back(std::make_unique<ParameterServer>(fs, k, n));
-    shards.push_back(estimator->servers_.back().get());
+  std::vector<ParameterService*> shards = estimator->config_.parameter_shards;
+  if (shards.empty()) {
+    const int n = estimator->config_.num_ps_shards;
+    for (int k = 0; k < n; ++k) {
+      estimator->servers_.push_back(std::make_unique<ParameterServer>(fs, k, n));
+      shards.push_back(estimator->servers_.back().get());
+    }
   }
   estimator->client_ = std::make_unique<ParameterClient>(std::move(shards));
   estimator->context_ = std::make_unique<ModelContext>(
@@ -99,6 +101,23 @@ absl::Status Estimator::RecordModel() {
 
 absl::Status Estimator::LoadLatest(bool allow_fresh) {
   RETURN_IF_ERROR(RecordModel());
+  if (!is_chief()) {
+    // The chief initialises or restores the parameter servers; this trainer uses them.
+    if (loaded_) return absl::OkStatus();
+    ASSIGN_OR_RETURN(global_step_, config_.role->WaitForModel());
+    RETURN_IF_ERROR(client_->Attach(spec_));
+    loaded_ = true;
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(LoadLatestAsChief(allow_fresh));
+  if (config_.role != nullptr && !announced_) {
+    RETURN_IF_ERROR(config_.role->ModelReady(global_step_, loaded_checkpoint_));
+    announced_ = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Estimator::LoadLatestAsChief(bool allow_fresh) {
   ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
   FileSystem& fs = *fs_ptr;
   absl::StatusOr<std::string> latest = LatestCheckpoint(fs, config_.run.model_dir);
@@ -141,6 +160,7 @@ absl::Status Estimator::RunHooks(const std::vector<SessionRunHook*>& hooks,
 
 absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
   if (!loaded_) return absl::FailedPreconditionError("SaveCheckpoint: no model in memory");
+  if (!is_chief()) return absl::FailedPreconditionError("only the chief saves checkpoints");
   if (saved_step_ == global_step_ && !loaded_checkpoint_.empty()) return loaded_checkpoint_;
   ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
   FileSystem& fs = *fs_ptr;
@@ -178,14 +198,18 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
 
   // Built-in hooks from RunConfig, then the caller's.
   const RunConfig& run = config_.run;
-  if (train_events_ == nullptr) {
+  if (train_events_ == nullptr && is_chief()) {
     ASSIGN_OR_RETURN(train_events_, EventWriter::Create(fs_, run.model_dir, EventSuffix()));
   }
   LoggingHook logging(run.log_step_count_steps);
   NanLossHook nan;
   SummaryHook summary(train_events_.get(), run.log_step_count_steps);
   CheckpointSaverHook saver(run.save_checkpoints_steps, run.save_checkpoints_secs);
-  std::vector<SessionRunHook*> hooks = {&nan, &logging, &summary, &saver};
+  std::vector<SessionRunHook*> hooks = {&nan, &logging};
+  if (is_chief()) {
+    hooks.push_back(&summary);
+    hooks.push_back(&saver);
+  }
   hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());
 
   RunContext context;
@@ -209,7 +233,14 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
               << ": nothing to train";
     result.global_step = global_step_;
     result.stop_reason = "max_steps";
+    if (config_.role != nullptr) {
+      ASSIGN_OR_RETURN(const int64_t final_step, config_.role->FinishTraining(0));
+      if (is_chief()) global_step_ = std::max(global_step_, final_step);
+    }
+    if (is_chief()) {
     ASSIGN_OR_RETURN(result.checkpoint, SaveCheckpoint());
+  }
+    result.global_step = global_step_;
     return result;
   }
   RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::AfterCreateSession, context));
@@ -256,7 +287,19 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       failure = AnnotateCat(failure, "training step ", step);
       break;
     }
-    global_step_ = step;
+    if (config_.role != nullptr) {
+      absl::StatusOr<StepReply> reply = config_.role->AdvanceStep(1);
+      if (!reply.ok()) {
+        failure = reply.status();
+        break;
+      }
+      global_step_ = reply->global_step;
+      if (reply->stop) {
+        context.RequestStop(reply->stop_reason);
+      }
+    } else {
+      global_step_ = step;
+    }
     ++result.steps;
     result.examples += batch.batch_size;
     context.global_step = global_step_;
@@ -275,7 +318,14 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
     // crash; nothing half-applied is saved.
     return failure;
   }
-  ASSIGN_OR_RETURN(result.checkpoint, SaveCheckpoint());
+  if (config_.role != nullptr) {
+    // Chief: the other trainers' last updates are in before the final checkpoint.
+    ASSIGN_OR_RETURN(const int64_t final_step, config_.role->FinishTraining(result.examples));
+    if (is_chief()) global_step_ = std::max(global_step_, final_step);
+  }
+  if (is_chief()) {
+    ASSIGN_OR_RETURN(result.checkpoint, SaveCheckpoint());
+  }
   RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::End, context));
   result.global_step = global_step_;
   result.last_loss = context.loss;

@@ -43,6 +43,7 @@
 #include "shoal/data/pipeline.h"
 #include "shoal/estimator/hooks.h"
 #include "shoal/estimator/job_config.h"
+#include "shoal/estimator/job_role.h"
 #include "shoal/estimator/model_fn.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/summary/event_writer.h"
@@ -74,6 +75,11 @@ struct EstimatorConfig {
   OptimizerOptions wide_optimizer = DefaultWideOptimizer();  // group "wide"
   RunConfig run;
   int num_ps_shards = 1;  // in-process parameter-server shards (>= 1)
+  // Remote (or otherwise external) parameter-server shards, shard k at index k; not owned. When
+  // set, num_ps_shards is ignored and no in-process server is created.
+  std::vector<ParameterService*> parameter_shards;
+  // How this process takes part in a job (job_role.h); null = alone. Not owned.
+  JobRole* role = nullptr;
   // Written into every export as config.yaml (the CLI passes the job config); may be empty.
   std::string export_config_yaml;
 };
@@ -157,6 +163,7 @@ class Estimator {
   // Makes the parameter servers hold the latest checkpoint (or fresh values when there is none
   // and `allow_fresh`).
   absl::Status LoadLatest(bool allow_fresh);
+  absl::Status LoadLatestAsChief(bool allow_fresh);
   absl::Status RunHooks(const std::vector<SessionRunHook*>& hooks,
                         absl::Status (SessionRunHook::*method)(RunContext&), RunContext& context);
   absl::Status WriteEvalFiles(const EvalResult& result);
@@ -167,8 +174,11 @@ class Estimator {
   std::unique_ptr<ParameterClient> client_;
   std::unique_ptr<ModelContext> context_;
   ModelSpec spec_;
+  bool is_chief() const { return config_.role == nullptr || config_.role->is_chief(); }
+
   bool recorded_ = false;
-  bool loaded_ = false;  // the PS hold a model
+  bool announced_ = false;  // the role was told ModelReady
+  bool loaded_ = false;     // the PS hold a model
   int64_t global_step_ = 0;
   int64_t saved_step_ = -1;        // global step of the checkpoint the PS state equals, or -1
   std::string loaded_checkpoint_;  // its path

@@ -14,6 +14,7 @@
 #include "shoal/base/logging.h"
 #include "shoal/data/ctr_generator.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/tools/cluster_commands.h"
 #include "shoal/tools/convert.h"
 #include "shoal/tools/inspect.h"
 #include "shoal/tools/inspect_checkpoint.h"
@@ -207,6 +208,45 @@ void AddJobCommands(CLI::App& app, JobCommandOptions& options, int& exit_code) {
   exporter->callback(run(RunExportCommand));
 }
 
+void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOptions& launch,
+                        int& exit_code) {
+  CLI::App* run_cmd = AddJobCommand(
+      app, "run",
+      "Run one member of a cluster; its role comes from TF_CONFIG (or --cluster), the job's "
+      "secret from SHOAL_JOB_SECRET (or --secret-file)",
+      run.job);
+  run_cmd->add_option("--cluster", run.cluster_file, "A TF_CONFIG-shaped JSON file");
+  run_cmd->add_option("--secret-file", run.secret_file, "File holding the job's secret");
+  run_cmd->add_option("--tls-cert", run.tls_cert_file, "TLS: this server's certificate (PEM)");
+  run_cmd->add_option("--tls-key", run.tls_key_file, "TLS: this server's private key (PEM)");
+  run_cmd->add_option("--tls-ca", run.tls_ca_file, "TLS: the CA of the peers' certificates");
+  run_cmd->callback([&run, &exit_code] {
+    absl::Status status = RunRunCommand(run, std::cout);
+    std::cout.flush();
+    if (!status.ok()) exit_code = ReportError(status);
+  });
+  CLI::App* launch_cmd = AddJobCommand(
+      app, "launch",
+      "Start a local cluster (N ps, a chief and M workers) training CONFIG; exits with the "
+      "chief's code",
+      launch.job);
+  launch_cmd->add_option("--ps", launch.num_ps, "Parameter servers")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  launch_cmd
+      ->add_option("--workers", launch.num_workers, "Workers besides the chief (which trains too)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  launch_cmd->callback([&launch, &exit_code] {
+    absl::StatusOr<int> code = RunLaunchCommand(launch);
+    if (!code.ok()) {
+      exit_code = ReportError(code.status());
+      return;
+    }
+    exit_code = *code;
+  });
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -225,6 +265,9 @@ int Main(int argc, char** argv) {
   AddGenData(app, gen_data, exit_code);
   JobCommandOptions job;
   AddJobCommands(app, job, exit_code);
+  RunCommandOptions run;
+  LaunchCommandOptions launch;
+  AddClusterCommands(app, run, launch, exit_code);
   app.add_subcommand("version", "Print the version")->callback([] {
     std::printf("shoal %s\n", kVersion);
   });

@@ -74,6 +74,16 @@ absl::Status ParameterClient::Initialize(const ModelSpec& spec) {
   return absl::OkStatus();
 }
 
+absl::Status ParameterClient::Attach(const ModelSpec& spec) {
+  RETURN_IF_ERROR(ValidateModelSpec(spec));
+  spec_ = spec;
+  dense_shard_ = DensePlacement(spec_, num_shards());
+  dims_.clear();
+  for (const TableSpec& t : spec_.tables) dims_[t.name] = t.dim;
+  initialized_ = true;
+  return absl::OkStatus();
+}
+
 absl::Status ParameterClient::Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) {
   RETURN_IF_ERROR(ValidateModelSpec(spec));
   // Until every shard has restored, the shards may hold different checkpoints: not usable.

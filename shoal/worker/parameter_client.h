@@ -48,6 +48,10 @@ class ParameterClient {
 
   // Validates `spec` (ValidateModelSpec) and initialises every shard with it.
   [[nodiscard]] absl::Status Initialize(const ModelSpec& spec);
+  // Uses shards that another process (the chief) initialised or restored with `spec`: sets up
+  // the routing without calling any shard. A spec that differs from the shards' makes the first
+  // call that meets the difference fail (unknown names, sizes).
+  [[nodiscard]] absl::Status Attach(const ModelSpec& spec);
   // Restores every shard from `checkpoint_dir` (any number of shards wrote it) with `spec`, the
   // shards in parallel. After a failure the shards may hold different states, so the client is
   // unusable (FAILED_PRECONDITION) until an Initialize or Restore succeeds.

@@ -1,0 +1,46 @@
+// JobRole: how a training process takes part in a job -- alone (the default: its own global step,
+// it initialises and saves), or as one member of a cluster, where the chief's coordinator owns the
+// global step and the stop decision and only the chief initialises the parameter servers and
+// saves. The Estimator's step loop is the same in both; only these decisions go through the role.
+// launch/ implements the cluster roles over the CoordinatorService.
+//
+// Thread safety: called from the training thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace shoal {
+
+struct StepReply {
+  int64_t global_step = 0;
+  bool stop = false;        // the job's stop condition was reached (e.g. max_steps cluster-wide)
+  std::string stop_reason;  // when stop
+};
+
+class JobRole {
+ public:
+  virtual ~JobRole() = default;
+  // The chief initialises or restores the parameter servers, saves checkpoints, writes summaries
+  // and evaluates; other trainers only train.
+  virtual bool is_chief() const = 0;
+  // Chief: the parameter servers hold the model at `global_step` (restored from `checkpoint`, ""
+  // when fresh); other trainers may start.
+  [[nodiscard]] virtual absl::Status ModelReady(int64_t global_step,
+                                                const std::string& checkpoint) = 0;
+  // Non-chief: blocks (with a deadline) until the chief reported ModelReady; returns the global
+  // step then.
+  [[nodiscard]] virtual absl::StatusOr<int64_t> WaitForModel() = 0;
+  // After each step: `steps` (1) more updates were applied. Returns the global step after them
+  // and whether to stop.
+  [[nodiscard]] virtual absl::StatusOr<StepReply> AdvanceStep(int64_t steps) = 0;
+  // After this trainer's loop ended (its input exhausted or a stop): for the chief, waits until
+  // every other trainer has pushed its last update and returns the global step to save the final
+  // checkpoint at; for other trainers, reports being done.
+  [[nodiscard]] virtual absl::StatusOr<int64_t> FinishTraining(int64_t examples) = 0;
+};
+
+}  // namespace shoal

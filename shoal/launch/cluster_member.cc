@@ -1,0 +1,383 @@
+#include "shoal/launch/cluster_member.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "shoal/base/logging.h"
+#include "shoal/base/mutex.h"
+#include "shoal/base/status.h"
+#include "shoal/coordinator/coordinator.h"
+#include "shoal/data/task_source.h"
+#include "shoal/estimator/estimator.h"
+#include "shoal/estimator/input.h"
+#include "shoal/estimator/job.h"
+#include "shoal/estimator/models.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/io/path.h"
+#include "shoal/ps/parameter_server.h"
+#include "shoal/rpc/grpc/grpc_channel.h"
+#include "shoal/rpc/grpc/grpc_coordinator_service.h"
+#include "shoal/rpc/grpc/grpc_parameter_service.h"
+#include "shoal/rpc/grpc/grpc_server.h"
+
+namespace shoal {
+namespace {
+
+uint64_t NewIncarnation() {
+  uint64_t value = 0;
+  if (getrandom(&value, sizeof(value), 0) != sizeof(value)) {
+    value = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()));
+  }
+  return value | 1;  // never 0
+}
+
+// The trainers' JobRole over the coordinator (local in the chief, a stub elsewhere).
+class ClusterRole final : public JobRole {
+ public:
+  ClusterRole(CoordinatorService* coordinator, Coordinator* local, TaskId task,
+              uint64_t incarnation, const MemberOptions& options)
+      : coordinator_(coordinator),
+        local_(local),
+        task_(task),
+        incarnation_(incarnation),
+        options_(options) {}
+
+  bool is_chief() const override { return task_.role == TaskRole::kChief; }
+
+  absl::Status ModelReady(int64_t global_step, const std::string& checkpoint) override {
+    return coordinator_->SetModelReady(global_step, checkpoint).status();
+  }
+
+  absl::StatusOr<int64_t> WaitForModel() override {
+    const absl::Time deadline = absl::Now() + options_.connect_deadline;
+    while (true) {
+      ASSIGN_OR_RETURN(JobState state, coordinator_->Heartbeat(task_, incarnation_));
+      if (state.model_ready) return state.global_step;
+      if (state.phase == JobPhase::kDone || state.phase == JobPhase::kFailed) {
+        return absl::AbortedError(absl::StrCat(
+            "the job ended before the chief made the model ready: ", JobPhaseName(state.phase), " ",
+            state.message));
+      }
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("the chief did not initialise the parameter servers within ",
+                         absl::FormatDuration(options_.connect_deadline)));
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  }
+
+  absl::StatusOr<StepReply> AdvanceStep(int64_t steps) override {
+    ASSIGN_OR_RETURN(JobState state, coordinator_->AdvanceStep(task_, incarnation_, steps));
+    StepReply reply;
+    reply.global_step = state.global_step;
+    if (state.phase != JobPhase::kRunning) {
+      reply.stop = true;
+      reply.stop_reason = absl::StrCat("the job is ", JobPhaseName(state.phase));
+      if (options_.job.run.max_steps > 0 && state.global_step >= options_.job.run.max_steps) {
+        reply.stop_reason = "max_steps";
+      }
+    }
+    return reply;
+  }
+
+  absl::StatusOr<int64_t> FinishTraining(int64_t examples) override {
+    ASSIGN_OR_RETURN(JobState state, coordinator_->ReportDone(task_, incarnation_, examples));
+    if (local_ == nullptr) return state.global_step;
+    // The chief: every other trainer's last push is in before the final checkpoint.
+    LOG(INFO) << "chief: training done; waiting for the workers to finish";
+    RETURN_IF_ERROR(local_->WaitForRegistration(options_.connect_deadline));
+    RETURN_IF_ERROR(
+        local_->WaitForTrainersDone(options_.heartbeat_timeout + options_.connect_deadline));
+    RETURN_IF_ERROR(coordinator_->RequestStop().status());
+    ASSIGN_OR_RETURN(state, coordinator_->GetState());
+    return state.global_step;
+  }
+
+ private:
+  CoordinatorService* coordinator_;
+  Coordinator* local_;
+  TaskId task_;
+  uint64_t incarnation_;
+  const MemberOptions& options_;
+};
+
+// Heart-beats in the background until stopped; remembers the last state seen.
+class Heartbeater {
+ public:
+  Heartbeater(CoordinatorService* coordinator, TaskId task, uint64_t incarnation,
+              absl::Duration interval)
+      : coordinator_(coordinator), task_(task), incarnation_(incarnation), interval_(interval) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Heartbeater() {
+    {
+      MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    cv_.SignalAll();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    MutexLock lock(&mu_);
+    while (!stop_) {
+      mu_.Unlock();
+      coordinator_->Heartbeat(task_, incarnation_).IgnoreError();
+      mu_.Lock();
+      cv_.WaitWithTimeout(&mu_, interval_);
+    }
+  }
+
+  CoordinatorService* coordinator_;
+  TaskId task_;
+  uint64_t incarnation_;
+  absl::Duration interval_;
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+ServerOptions ServerOptionsOf(const MemberOptions& options) {
+  ServerOptions server;
+  server.secret = options.secret;
+  server.tls_cert_file = options.tls_cert_file;
+  server.tls_key_file = options.tls_key_file;
+  return server;
+}
+
+ConnectOptions ConnectTo(const MemberOptions& options, const TaskId& task) {
+  ConnectOptions connect;
+  connect.address = *options.cluster.Address(task);
+  connect.peer = task.ToString();
+  connect.secret = options.secret;
+  connect.tls_ca_file = options.tls_ca_file;
+  connect.connect_deadline = options.connect_deadline;
+  return connect;
+}
+
+// Waits, heart-beating, until the job ends: OK when it succeeded.
+absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
+                           uint64_t incarnation, const MemberOptions& options) {
+  absl::Time last_ok = absl::Now();
+  while (true) {
+    absl::StatusOr<JobState> state = coordinator->Heartbeat(task, incarnation);
+    if (state.ok()) {
+      last_ok = absl::Now();
+      if (state->phase == JobPhase::kDone) return absl::OkStatus();
+      if (state->phase == JobPhase::kFailed) {
+        return absl::AbortedError(absl::StrCat("the job failed: ", state->message));
+      }
+    } else if (absl::Now() - last_ok > options.heartbeat_timeout) {
+      return absl::UnavailableError(absl::StrCat(
+          "lost the coordinator (chief at ", *options.cluster.Address({TaskRole::kChief, 0}),
+          ") for ", absl::FormatDuration(options.heartbeat_timeout), ": ",
+          state.status().message()));
+    }
+    absl::SleepFor(options.heartbeat_interval);
+  }
+}
+
+// Connections to every PS shard, in shard order.
+struct PsStubs {
+  std::vector<std::unique_ptr<GrpcParameterService>> stubs;
+  std::vector<ParameterService*> shards;
+};
+
+absl::StatusOr<PsStubs> ConnectPs(const MemberOptions& options) {
+  PsStubs ps;
+  for (int k = 0; k < static_cast<int>(options.cluster.ps.size()); ++k) {
+    ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
+                     Connect(ConnectTo(options, TaskId{TaskRole::kPs, k})));
+    ps.stubs.push_back(std::make_unique<GrpcParameterService>(channel));
+    ps.shards.push_back(ps.stubs.back().get());
+  }
+  return ps;
+}
+
+// The job's input for this trainer: its static share of the train input's tasks. Text input
+// that is not split yet is split so that every trainer gets some.
+absl::StatusOr<InputConfig> TrainerInput(FileSystems& fs, const MemberOptions& options, int trainer,
+                                         int trainers, bool* has_tasks) {
+  InputConfig input = options.job.train_input;
+  const bool text = input.format != "tfrecord" && input.format != "fashion_mnist";
+  if (trainers > 1 && text && input.split_bytes == 0) {
+    ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFilePatterns(fs, input.files));
+    uint64_t total = 0;
+    for (const std::string& file : files) {
+      ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(file));
+      ASSIGN_OR_RETURN(const uint64_t size, file_system->GetFileSize(file));
+      total += size;
+    }
+    input.split_bytes = std::max<uint64_t>(4096, total / (4 * static_cast<uint64_t>(trainers)));
+  }
+  StaticTaskOptions tasks = input.TaskOptions();
+  tasks.shard_num = trainers;
+  tasks.shard_index = trainer;
+  const RecordFormat format =
+      input.format == "tfrecord" ? RecordFormat::kTFRecord : RecordFormat::kText;
+  absl::StatusOr<std::unique_ptr<StaticTaskSource>> source =
+      StaticTaskSource::Create(fs, tasks, format);
+  *has_tasks = source.ok();
+  if (!source.ok() && !absl::IsNotFound(source.status())) return source.status();
+  return input;
+}
+
+absl::Status RunPs(const MemberOptions& options, uint64_t incarnation) {
+  FileSystems& fs = DefaultFileSystems();
+  const TaskId task = options.cluster.task;
+  ParameterServer server(fs, task.index, static_cast<int>(options.cluster.ps.size()));
+  ASSIGN_OR_RETURN(const std::string address, options.cluster.Address(task));
+  ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> grpc,
+                   GrpcServer::Start(address, ServerOptionsOf(options), &server, nullptr));
+  LOG(INFO) << task.ToString() << " serving parameter shard " << task.index << " of "
+            << options.cluster.ps.size() << " at " << address;
+  ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
+                   Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
+  GrpcCoordinatorService coordinator(channel);
+  RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
+  const absl::Status status = WaitForJobEnd(&coordinator, task, incarnation, options);
+  grpc->Stop(absl::Seconds(5));
+  return status;
+}
+
+absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
+  FileSystems& fs = DefaultFileSystems();
+  const TaskId task = options.cluster.task;
+  ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
+                   Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
+  GrpcCoordinatorService coordinator(channel);
+  RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
+  Heartbeater heartbeat(&coordinator, task, incarnation, options.heartbeat_interval);
+  ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options));
+
+  ClusterRole role(&coordinator, nullptr, task, incarnation, options);
+  ASSIGN_OR_RETURN(EstimatorConfig config,
+                   EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry()));
+  config.parameter_shards = ps.shards;
+  config.role = &role;
+  ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator, Estimator::Create(fs, std::move(config)));
+  const int trainers = options.cluster.num_trainers();
+  const int trainer = options.cluster.trainer_index(task);
+  bool has_tasks = false;
+  ASSIGN_OR_RETURN(InputConfig input, TrainerInput(fs, options, trainer, trainers, &has_tasks));
+  if (has_tasks) {
+    FeatureInput::Options shard;
+    shard.shard_num = trainers;
+    shard.shard_index = trainer;
+    TrainOptions train;
+    train.max_steps = options.job.run.max_steps;
+    ASSIGN_OR_RETURN(
+        TrainResult result,
+        estimator->Train(InputFromConfig(fs, options.job.features, input, "input.train", shard),
+                         train));
+    LOG(INFO) << task.ToString() << " trained " << result.steps << " steps, " << result.examples
+              << " examples (" << result.stop_reason << ")";
+  } else {
+    LOG(WARNING) << task.ToString() << ": the train input has fewer tasks than the " << trainers
+                 << " trainers; this one gets none";
+    RETURN_IF_ERROR(role.WaitForModel().status());
+    RETURN_IF_ERROR(role.FinishTraining(0).status());
+  }
+  return WaitForJobEnd(&coordinator, task, incarnation, options);
+}
+
+absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::ostream& out) {
+  FileSystems& fs = DefaultFileSystems();
+  const TaskId task = options.cluster.task;
+  CoordinatorOptions coordinator_options;
+  coordinator_options.cluster = options.cluster;
+  coordinator_options.max_steps = options.job.run.max_steps;
+  coordinator_options.heartbeat_timeout = options.heartbeat_timeout;
+  Coordinator coordinator(coordinator_options);
+  ASSIGN_OR_RETURN(const std::string address, options.cluster.Address(task));
+  ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> grpc,
+                   GrpcServer::Start(address, ServerOptionsOf(options), nullptr, &coordinator));
+  LOG(INFO) << "chief: coordinator at " << address;
+  RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
+
+  const absl::Status status = [&]() -> absl::Status {
+    Heartbeater heartbeat(&coordinator, task, incarnation, options.heartbeat_interval);
+    ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options));
+    ClusterRole role(&coordinator, &coordinator, task, incarnation, options);
+    ASSIGN_OR_RETURN(EstimatorConfig config,
+                     EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry()));
+    config.parameter_shards = ps.shards;
+    config.role = &role;
+    ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator,
+                     Estimator::Create(fs, std::move(config)));
+    const int trainers = options.cluster.num_trainers();
+    bool has_tasks = false;
+    ASSIGN_OR_RETURN(InputConfig input, TrainerInput(fs, options, 0, trainers, &has_tasks));
+    if (!has_tasks) {
+      return absl::InvalidArgumentError(
+          "input.train: the chief's share of the input is empty (fewer input tasks than "
+          "trainers); use more files, or split_bytes for text input");
+    }
+    TrainSpec train;
+    FeatureInput::Options shard;
+    shard.shard_num = trainers;
+    shard.shard_index = 0;
+    train.input = InputFromConfig(fs, options.job.features, input, "input.train", shard);
+    train.max_steps = options.job.run.max_steps;
+    ASSIGN_OR_RETURN(TrainAndEvaluateResult result,
+                     TrainAndEvaluate(*estimator, train, EvalSpecFromJob(fs, options.job)));
+    out << absl::StrFormat("trained: global_step %d, %d examples on the chief, %.1f s (%s)\n",
+                           result.train.global_step, result.train.examples, result.wall_seconds,
+                           result.train.stop_reason);
+    if (result.final_eval.has_value()) {
+      out << "final evaluation (" << result.final_eval->examples << " examples):\n";
+      for (const auto& [name, value] : result.final_eval->metrics) {
+        out << absl::StrFormat("  %-16s %.4f\n", name, value);
+      }
+    }
+    for (const std::string& path : result.exports) out << "exported: " << path << "\n";
+    out << "summary: " << JoinPath(options.job.run.model_dir, "summary.json") << "\n";
+    out.flush();
+    return absl::OkStatus();
+  }();
+  coordinator.EndJob(status.ok(), status.message()).IgnoreError();
+  // Let the other tasks see the end at their next heartbeat before the coordinator goes away.
+  absl::SleepFor(options.heartbeat_interval * 3);
+  grpc->Stop(absl::Seconds(5));
+  return status;
+}
+
+}  // namespace
+
+absl::Status RunClusterMember(const MemberOptions& options, std::ostream& out) {
+  if (options.secret.size() < 16) {
+    return absl::InvalidArgumentError(
+        "the job secret is missing or shorter than 16 bytes (SHOAL_JOB_SECRET or --secret-file)");
+  }
+  const uint64_t incarnation = NewIncarnation();
+  const TaskId task = options.cluster.task;
+  LOG(INFO) << "starting " << task.ToString() << " (" << options.cluster.ps.size() << " ps, "
+            << options.cluster.num_trainers() << " trainers)";
+  switch (task.role) {
+    case TaskRole::kPs:
+      return RunPs(options, incarnation);
+    case TaskRole::kWorker:
+      return RunWorker(options, incarnation);
+    case TaskRole::kChief:
+      return RunChief(options, incarnation, out);
+    case TaskRole::kEvaluator:
+      return absl::UnimplementedError(
+          "the evaluator role is not available yet: the chief evaluates every checkpoint it "
+          "takes and the final one; leave the evaluator out of TF_CONFIG");
+  }
+  return absl::InvalidArgumentError("unknown task role");
+}
+
+}  // namespace shoal

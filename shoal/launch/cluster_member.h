@@ -1,0 +1,48 @@
+// `shoal run`: one member of a cluster, its role from the cluster spec's task (TF_CONFIG).
+//
+//   ps         serves its ParameterServer shard over gRPC; heart-beats the coordinator; exits when
+//              the job ends (0 when it succeeded, 1 when it failed or the coordinator vanished)
+//   chief      runs the coordinator (gRPC) and trains like TF's chief: connects to every PS,
+//              initialises or restores them, trains its share of the input, waits for the
+//              workers' last pushes, saves the final checkpoint, evaluates, exports, writes
+//              summary.json, then ends the job
+//   worker     connects to the coordinator and every PS, waits for the model, trains its share of
+//              the input (static sharding of the input's tasks over chief + workers), reports done,
+//              exits when the job ends
+//   evaluator  not yet (the chief evaluates)
+//
+// Every connection retries with backoff until `connect_deadline` and then fails naming the task and
+// address it waited for; every call has a deadline. All traffic carries the job's secret.
+//
+// Training is asynchronous: each push is applied at once (TF's default). The global step is the
+// coordinator's: the sum of every trainer's steps; `run.max_steps` stops the whole job.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "shoal/estimator/job_config.h"
+#include "shoal/rpc/cluster_spec.h"
+
+namespace shoal {
+
+struct MemberOptions {
+  JobConfig job;
+  ClusterSpec cluster;        // includes this process's task
+  std::string secret;         // the job's secret (>= 16 bytes)
+  std::string tls_cert_file;  // optional TLS: this server's certificate and key (PEM) ...
+  std::string tls_key_file;
+  std::string tls_ca_file;  // ... and the CA that signed the peers' certificates
+  absl::Duration connect_deadline = absl::Seconds(120);
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // A task silent this long is dead for the coordinator; a task that cannot reach the coordinator
+  // this long gives up.
+  absl::Duration heartbeat_timeout = absl::Seconds(30);
+};
+
+// Runs this member until the job ends. Results (chief) go to `out`.
+[[nodiscard]] absl::Status RunClusterMember(const MemberOptions& options, std::ostream& out);
+
+}  // namespace shoal

@@ -1,0 +1,90 @@
+#include "shoal/tools/cluster_commands.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "shoal/base/status.h"
+#include "shoal/estimator/job_config.h"
+#include "shoal/estimator/models.h"
+#include "shoal/estimator/plugin.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/io/file_util.h"
+#include "shoal/launch/cluster_member.h"
+#include "shoal/launch/local_launcher.h"
+#include "shoal/rpc/cluster_spec.h"
+
+namespace shoal {
+
+absl::Status RunRunCommand(const RunCommandOptions& options, std::ostream& out) {
+  FileSystems& fs = DefaultFileSystems();
+  MemberOptions member;
+  // The cluster: --cluster FILE, else $TF_CONFIG.
+  if (!options.cluster_file.empty()) {
+    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(options.cluster_file));
+    ASSIGN_OR_RETURN(const std::string text, ReadFileToString(*file_system, options.cluster_file));
+    ASSIGN_OR_RETURN(member.cluster, ParseClusterSpec(text, options.cluster_file));
+  } else {
+    const char* tf_config = std::getenv("TF_CONFIG");
+    if (tf_config == nullptr || *tf_config == '\0') {
+      return absl::InvalidArgumentError(
+          "no cluster: set TF_CONFIG (the TensorFlow JSON shape) or pass --cluster FILE");
+    }
+    ASSIGN_OR_RETURN(member.cluster, ParseClusterSpec(tf_config, "TF_CONFIG"));
+  }
+  // The secret: --secret-file FILE, else $SHOAL_JOB_SECRET.
+  if (!options.secret_file.empty()) {
+    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(options.secret_file));
+    ASSIGN_OR_RETURN(std::string secret, ReadFileToString(*file_system, options.secret_file));
+    member.secret = std::string(absl::StripTrailingAsciiWhitespace(secret));
+  } else if (const char* secret = std::getenv("SHOAL_JOB_SECRET"); secret != nullptr) {
+    member.secret = secret;
+  }
+  if (member.secret.size() < 16) {
+    return absl::InvalidArgumentError(
+        "no job secret (or shorter than 16 bytes): set SHOAL_JOB_SECRET or pass --secret-file "
+        "FILE; `shoal launch` creates one");
+  }
+  member.tls_cert_file = options.tls_cert_file;
+  member.tls_key_file = options.tls_key_file;
+  member.tls_ca_file = options.tls_ca_file;
+
+  for (const std::string& plugin : options.job.plugins) {
+    RETURN_IF_ERROR(LoadModelPlugin(plugin, &GlobalModelRegistry()));
+  }
+  std::vector<std::string> overrides = options.job.overrides;
+  if (!options.job.model_dir.empty()) overrides.push_back("model_dir=" + options.job.model_dir);
+  ASSIGN_OR_RETURN(member.job, LoadJobConfig(fs, options.job.config, overrides));
+  return RunClusterMember(member, out);
+}
+
+absl::StatusOr<int> RunLaunchCommand(const LaunchCommandOptions& options) {
+  LaunchOptions launch;
+  launch.num_ps = options.num_ps;
+  launch.num_workers = options.num_workers;
+  launch.run_args.push_back(options.job.config);
+  for (const std::string& o : options.job.overrides) {
+    launch.run_args.push_back("--set");
+    launch.run_args.push_back(o);
+  }
+  if (!options.job.model_dir.empty()) {
+    launch.run_args.push_back("--model-dir");
+    launch.run_args.push_back(options.job.model_dir);
+  }
+  for (const std::string& p : options.job.plugins) {
+    launch.run_args.push_back("--plugin");
+    launch.run_args.push_back(p);
+  }
+  // Fail fast on a bad config, before starting processes that would all report it.
+  FileSystems& fs = DefaultFileSystems();
+  for (const std::string& plugin : options.job.plugins) {
+    RETURN_IF_ERROR(LoadModelPlugin(plugin, &GlobalModelRegistry()));
+  }
+  std::vector<std::string> overrides = options.job.overrides;
+  if (!options.job.model_dir.empty()) overrides.push_back("model_dir=" + options.job.model_dir);
+  RETURN_IF_ERROR(LoadJobConfig(fs, options.job.config, overrides).status());
+  return LaunchLocalCluster(launch);
+}
+
+}  // namespace shoal
