@@ -120,15 +120,17 @@ absl::Status CheckImageSize(absl::string_view path, int64_t rows, int64_t cols,
 
 class IdxRecordReader final : public RecordReader {
  public:
-  IdxRecordReader(std::string path, IdxArray images, IdxArray labels)
+  IdxRecordReader(std::string path, IdxArray images, IdxArray labels, int64_t begin, int64_t end)
       : path_(std::move(path)),
         images_(std::move(images)),
         labels_(std::move(labels)),
         pixels_(images_.header.dims[1] * images_.header.dims[2]),
-        record_(static_cast<size_t>(1 + pixels_), '\0') {}
+        record_(static_cast<size_t>(1 + pixels_), '\0'),
+        next_(begin),
+        end_(end) {}
 
   absl::Status Next(absl::string_view* record, RecordPosition* position) override {
-    if (next_ >= images_.header.dims[0]) return absl::OutOfRangeError("end of IDX file");
+    if (next_ >= end_) return absl::OutOfRangeError("end of the IDX task");
     const size_t offset = static_cast<size_t>(next_ * pixels_);
     record_[0] = labels_.values[static_cast<size_t>(next_)];
     std::memcpy(record_.data() + 1, images_.values.data() + offset, static_cast<size_t>(pixels_));
@@ -146,7 +148,8 @@ class IdxRecordReader final : public RecordReader {
   const IdxArray labels_;
   const int64_t pixels_;
   std::string record_;
-  int64_t next_ = 0;
+  int64_t next_;
+  const int64_t end_;
 };
 
 }  // namespace
@@ -175,11 +178,6 @@ absl::StatusOr<IdxImagesShape> ReadIdxImagesShape(FileSystems& fs, absl::string_
 absl::StatusOr<std::unique_ptr<RecordReader>> OpenIdxRecordReader(FileSystems& fs,
                                                                   const DataTask& task,
                                                                   const IdxReaderOptions& options) {
-  if (task.begin != 0 || task.end != DataTask::kToEnd) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(task.path, ": an IDX file is read whole; got the byte range [", task.begin,
-                     ", ", task.end == DataTask::kToEnd ? "end" : absl::StrCat(task.end), ")"));
-  }
   ASSIGN_OR_RETURN(std::string labels_path, IdxLabelsPath(task.path));
   ASSIGN_OR_RETURN(IdxArray images, ReadIdxFile(fs, task.path, 3));
   RETURN_IF_ERROR(CheckImageSize(task.path, images.header.dims[1], images.header.dims[2], options));
@@ -189,7 +187,17 @@ absl::StatusOr<std::unique_ptr<RecordReader>> OpenIdxRecordReader(FileSystems& f
                                                    " images but ", labels_path, " has ",
                                                    labels.header.dims[0], " labels"));
   }
-  return std::make_unique<IdxRecordReader>(task.path, std::move(images), std::move(labels));
+  // A task's begin/end count images (StaticTaskOptions::split_records), not bytes.
+  const uint64_t count = static_cast<uint64_t>(images.header.dims[0]);
+  const uint64_t end = std::min(task.end, count);
+  if (task.begin > end) {
+    return absl::InvalidArgumentError(absl::StrCat(task.path, ": record range [", task.begin, ", ",
+                                                   task.end, ") is outside its ", count,
+                                                   " images"));
+  }
+  return std::make_unique<IdxRecordReader>(task.path, std::move(images), std::move(labels),
+                                           static_cast<int64_t>(task.begin),
+                                           static_cast<int64_t>(end));
 }
 
 Schema IdxImageSchema() {

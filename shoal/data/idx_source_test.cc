@@ -154,12 +154,37 @@ TEST_F(IdxSourceTest, BadFilesAreErrorsNamingTheFile) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("images of 2x2 pixels, expected 3x3"));
 
+  // A task's begin/end count images: a range past the file's images is an error ...
   DataTask range;
   range.path = "mem://idx/a-images-idx3";
   range.begin = 10;
   status = OpenIdxRecordReader(fs_, range).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr("read whole"));
+  EXPECT_THAT(status.message(), HasSubstr("outside its"));
+}
+
+TEST_F(IdxSourceTest, ATaskReadsItsRangeOfImages) {
+  Write("mem://idx/r-images-idx3", kImages);
+  Write("mem://idx/r-labels-idx1", kLabels);
+  DataTask all;
+  all.path = "mem://idx/r-images-idx3";
+  auto whole = OpenIdxRecordReader(fs_, all);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  std::vector<std::string> records;
+  absl::string_view record;
+  RecordPosition position;
+  while ((*whole)->Next(&record, &position).ok()) records.emplace_back(record);
+  ASSERT_GE(records.size(), 2u);
+  // ... and [1, 2) is exactly the second image, with its position.
+  DataTask second = all;
+  second.begin = 1;
+  second.end = 2;
+  auto reader = OpenIdxRecordReader(fs_, second);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_TRUE((*reader)->Next(&record, &position).ok());
+  EXPECT_EQ(std::string(record), records[1]);
+  EXPECT_EQ(position.line, 2);
+  EXPECT_EQ((*reader)->Next(&record, &position).code(), absl::StatusCode::kOutOfRange);
 }
 
 // The Debian files (dataset-fashion-mnist, installed by scripts/install-deps.sh): the records

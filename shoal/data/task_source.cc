@@ -49,6 +49,14 @@ absl::StatusOr<std::unique_ptr<StaticTaskSource>> StaticTaskSource::Create(
       ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(path));
       ASSIGN_OR_RETURN(size, file_system->GetFileSize(path), "sizing input file ", path);
     }
+    if (options.split_records > 0 && options.record_count) {
+      ASSIGN_OR_RETURN(const uint64_t records, options.record_count(path));
+      for (uint64_t begin = 0; begin < records; begin += options.split_records) {
+        tasks.push_back(
+            DataTask{path, begin, std::min(records, begin + options.split_records), 0, 0});
+      }
+      continue;
+    }
     if (size <= options.split_bytes || options.split_bytes == 0) {
       tasks.push_back(DataTask{path, 0, DataTask::kToEnd, 0, 0});
       continue;

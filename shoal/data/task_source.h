@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,11 @@ struct StaticTaskOptions {
   // parse threads can read one big file. 0 = one task per file. Only for RecordFormat::kText, and
   // never for compressed files (CompressionFromPath: *.gz, *.zlib, ...), which are whole tasks.
   uint64_t split_bytes = 0;
+  // Formats read as whole files whose record count is known from a header (IDX): when set with
+  // split_records > 0, each file becomes tasks of split_records records, DataTask::begin/end then
+  // counting records, not bytes. record_count(path) gives a file's count.
+  uint64_t split_records = 0;
+  std::function<absl::StatusOr<uint64_t>(const std::string& path)> record_count;
 };
 
 class StaticTaskSource : public TaskSource {

@@ -119,6 +119,26 @@ TEST_F(TaskSourceTest, ClearErrors) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Whole-file formats with a known record count (IDX) split into record ranges, and shards take
+// every other range, so two trainers share one file.
+TEST_F(TaskSourceTest, RecordRangesSpreadOneFileOverShards) {
+  StaticTaskOptions o;
+  o.patterns = {"mem://in/other.csv"};
+  o.split_records = 4;
+  o.record_count = [](const std::string&) -> absl::StatusOr<uint64_t> { return 10; };
+  o.shard_num = 2;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges[2];
+  for (int shard = 0; shard < 2; ++shard) {
+    o.shard_index = shard;
+    auto source = StaticTaskSource::Create(fs_, o, RecordFormat::kTFRecord);
+    ASSERT_TRUE(source.ok()) << source.status();
+    for (const DataTask& t : (*source)->epoch_tasks()) ranges[shard].emplace_back(t.begin, t.end);
+  }
+  using Range = std::pair<uint64_t, uint64_t>;
+  EXPECT_EQ(ranges[0], (std::vector<Range>{{0, 4}, {8, 10}}));
+  EXPECT_EQ(ranges[1], (std::vector<Range>{{4, 8}}));
+}
+
 // Forwards to a MemFileSystem but refuses GetFileSize, to prove a code path never sizes files.
 class NoSizeFileSystem final : public FileSystem {
  public:

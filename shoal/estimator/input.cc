@@ -152,7 +152,19 @@ absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& 
   if (options.num_epochs_override >= 0) tasks.num_epochs = options.num_epochs_override;
   tasks.shard_num = options.shard_num;
   tasks.shard_index = options.shard_index;
-  if (plan.idx) tasks.split_bytes = 0;  // IDX files are read whole
+  if (plan.idx) {
+    tasks.split_bytes = 0;  // IDX files are read whole, but shards take image ranges of them
+    if (options.shard_num > 1) {
+      tasks.record_count = [&fs](const std::string& path) -> absl::StatusOr<uint64_t> {
+        ASSIGN_OR_RETURN(const IdxImagesShape shape, ReadIdxImagesShape(fs, path));
+        return static_cast<uint64_t>(shape.count);
+      };
+      ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFiles(fs, input.files), name);
+      ASSIGN_OR_RETURN(const uint64_t first, tasks.record_count(files.front()), name);
+      tasks.split_records = (first + static_cast<uint64_t>(options.shard_num) - 1) /
+                            static_cast<uint64_t>(options.shard_num);
+    }
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<StaticTaskSource> source,
                    StaticTaskSource::Create(fs, tasks, plan.reader.format), name);
 

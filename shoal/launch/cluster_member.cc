@@ -222,6 +222,10 @@ absl::StatusOr<InputConfig> TrainerInput(FileSystems& fs, const MemberOptions& o
     }
     input.split_bytes = std::max<uint64_t>(4096, total / (4 * static_cast<uint64_t>(trainers)));
   }
+  if (input.format == "fashion_mnist") {
+    *has_tasks = true;  // FeatureInput splits IDX files by image ranges, one per trainer
+    return input;
+  }
   StaticTaskOptions tasks = input.TaskOptions();
   tasks.shard_num = trainers;
   tasks.shard_index = trainer;
