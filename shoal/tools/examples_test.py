@@ -2,7 +2,8 @@
 
 Each runs the example's own command with a temporary model_dir and reads MODEL_DIR/summary.json:
   fashion_mnist  test accuracy >= 0.85             (Debian's dataset-fashion-mnist)
-  titanic        holdout accuracy >= 0.78          (reads ../shared/data/titanic; skipped without)
+  titanic        holdout accuracy >= 0.78          (reads ../shared/data/titanic; skipped without),
+                 in one process and on `shoal launch --ps 2 --workers 2`
   ctr            eval AUC within 0.02 of best_auc  (examples/ctr/run.sh: generates 1M rows)
 $SHOAL_BIN is the binary (ctest sets it).
 """
@@ -36,6 +37,18 @@ def test_fashion_mnist_reaches_085(tmp_path):
 @pytest.mark.skipif(not TITANIC.exists(), reason=f"reads {TITANIC}, which is not here")
 def test_titanic_reaches_078_on_the_holdout(tmp_path):
     summary = train("examples/titanic/config.yaml", tmp_path / "model")
+    assert summary["metrics"]["accuracy"] >= 0.78, summary
+
+
+@pytest.mark.skipif(not TITANIC.exists(), reason=f"reads {TITANIC}, which is not here")
+def test_titanic_reaches_078_on_a_local_cluster(tmp_path):
+    """The same quality from `shoal launch --ps 2 --workers 2` (async, three trainers)."""
+    model_dir = tmp_path / "model"
+    out = subprocess.run([SHOAL, "launch", str(ROOT / "examples/titanic/config.yaml"), "--ps", "2",
+                          "--workers", "2", "--model-dir", str(model_dir)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    summary = json.loads((model_dir / "summary.json").read_text())
     assert summary["metrics"]["accuracy"] >= 0.78, summary
 
 
