@@ -41,10 +41,19 @@ absl::Status Check(const EstimatorConfig& config) {
   if (config.run.log_step_count_steps < 1) {
     return absl::InvalidArgumentError("run.log_step_count_steps must be >= 1");
   }
+  if (config.run.sync_replicas < 0) {
+    return absl::InvalidArgumentError("run.sync_replicas must be >= 0");
+  }
+  if (config.sync_wait_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("EstimatorConfig: sync_wait_timeout must be > 0");
+  }
   return absl::OkStatus();
 }
 
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
+
+// Sync training: one WaitForVersion call waits at most this long, so that a long wait is logged.
+constexpr absl::Duration kSyncWaitSlice = absl::Seconds(10);
 
 // Event files are named by host and second; the suffix keeps two writers of one process, or of
 // two processes on one host (train, then evaluate), apart within that second.
@@ -110,6 +119,17 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
     return absl::OkStatus();
   }
   RETURN_IF_ERROR(LoadLatestAsChief(allow_fresh));
+  if (sync() && !sync_set_) {
+    // Before the model is announced: no trainer may push while the shards are still async.
+    const int trainers = config_.role != nullptr ? config_.role->num_trainers() : 1;
+    const int replicas = std::min(config_.run.sync_replicas, trainers);
+    RETURN_IF_ERROR_CTX(client_->SetSyncReplicas(replicas), "setting up synchronous training");
+    LOG(INFO) << "Synchronous training: every update averages one step of " << replicas
+              << " trainer" << (replicas == 1 ? "" : "s") << " (run.sync_replicas "
+              << config_.run.sync_replicas << ", " << trainers << " trainer"
+              << (trainers == 1 ? "" : "s") << ")";
+    sync_set_ = true;
+  }
   if (config_.role != nullptr && !announced_) {
     RETURN_IF_ERROR(config_.role->ModelReady(global_step_, loaded_checkpoint_));
     announced_ = true;
@@ -151,6 +171,32 @@ absl::Status Estimator::LoadLatestAsChief(bool allow_fresh) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> Estimator::WaitForSyncVersion(int64_t version) {
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + config_.sync_wait_timeout;
+  absl::Time next_log = start + absl::Minutes(1);
+  while (true) {
+    const absl::Duration slice =
+        std::max(std::min(kSyncWaitSlice, deadline - absl::Now()), absl::ZeroDuration());
+    absl::StatusOr<int64_t> reached = client_->WaitForVersion(version, slice);
+    if (!absl::IsDeadlineExceeded(reached.status())) return reached;
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "sync training: the parameter servers did not reach version ", version, " within ",
+          absl::FormatDuration(config_.sync_wait_timeout),
+          " (other trainers did not commit that step; a dead one is dropped from the replicas "
+          "by the chief): ",
+          reached.status().message()));
+    }
+    if (now >= next_log) {
+      LOG(INFO) << "Waiting for the other trainers' step " << version << " ("
+                << absl::FormatDuration(absl::Trunc(now - start, absl::Seconds(1))) << " so far)";
+      next_log = now + absl::Minutes(1);
+    }
+  }
+}
+
 absl::Status Estimator::RunHooks(const std::vector<SessionRunHook*>& hooks,
                                  absl::Status (SessionRunHook::*method)(RunContext&),
                                  RunContext& context) {
@@ -162,6 +208,11 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
   if (!loaded_) return absl::FailedPreconditionError("SaveCheckpoint: no model in memory");
   if (!is_chief()) return absl::FailedPreconditionError("only the chief saves checkpoints");
   if (saved_step_ == global_step_ && !loaded_checkpoint_.empty()) return loaded_checkpoint_;
+  if (sync()) {
+    // This trainer committed global_step_; the other trainers' commits may still be missing.
+    RETURN_IF_ERROR_CTX(WaitForSyncVersion(global_step_).status(), "saving the checkpoint of step ",
+                        global_step_);
+  }
   ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
   FileSystem& fs = *fs_ptr;
   nlohmann::json extra = {{"writer", "shoal estimator"}};
@@ -238,8 +289,8 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       if (is_chief()) global_step_ = std::max(global_step_, final_step);
     }
     if (is_chief()) {
-    ASSIGN_OR_RETURN(result.checkpoint, SaveCheckpoint());
-  }
+      ASSIGN_OR_RETURN(result.checkpoint, SaveCheckpoint());
+    }
     result.global_step = global_step_;
     return result;
   }
@@ -250,7 +301,22 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
   FeatureBatch batch;
   ModelContext& ctx = *context_;
   absl::Status failure;
+  // Sync mode: the last step this trainer committed (0: none yet), and the global step the role
+  // last heard of (-1: none yet; the chief reports the versions in between).
+  int64_t committed = 0;
+  int64_t reported = -1;
   while (true) {
+    if (sync()) {
+      // The global step is the parameter servers' version; other trainers may have moved it on.
+      absl::StatusOr<int64_t> version = WaitForSyncVersion(committed);
+      if (!version.ok()) {
+        failure = AnnotateCat(version.status(), "training step ", committed + 1);
+        break;
+      }
+      global_step_ = *version;
+      if (reported < 0) reported = global_step_;
+      context.global_step = global_step_;
+    }
     if (last_step > 0 && global_step_ >= last_step) {
       result.stop_reason =
           options.max_steps > 0 && global_step_ >= options.max_steps ? "max_steps" : "steps";
@@ -279,6 +345,7 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
       nn::Backward(spec->loss);
       RETURN_IF_ERROR(ctx.PushGradients(step));
+      if (sync()) RETURN_IF_ERROR_CTX(client_->CommitStep(step), "committing the step");
       context.loss = spec->loss->value[0];
       return absl::OkStatus();
     }();
@@ -288,18 +355,20 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       break;
     }
     if (config_.role != nullptr) {
-      absl::StatusOr<StepReply> reply = config_.role->AdvanceStep(1);
+      absl::StatusOr<StepReply> reply = config_.role->AdvanceStep(sync() ? step - reported : 1);
       if (!reply.ok()) {
         failure = reply.status();
         break;
       }
-      global_step_ = reply->global_step;
+      global_step_ = sync() ? step : reply->global_step;
+      reported = step;
       if (reply->stop) {
         context.RequestStop(reply->stop_reason);
       }
     } else {
       global_step_ = step;
     }
+    committed = step;
     ++result.steps;
     result.examples += batch.batch_size;
     context.global_step = global_step_;
@@ -318,10 +387,21 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
     // crash; nothing half-applied is saved.
     return failure;
   }
+  if (sync() && committed > 0) {
+    // This trainer's last update is applied (with the other trainers' part of it) before it
+    // reports done; the version may be later when others trained on.
+    ASSIGN_OR_RETURN(global_step_, WaitForSyncVersion(committed), "finishing training");
+    context.global_step = global_step_;
+  }
   if (config_.role != nullptr) {
     // Chief: the other trainers' last updates are in before the final checkpoint.
     ASSIGN_OR_RETURN(const int64_t final_step, config_.role->FinishTraining(result.examples));
-    if (is_chief()) global_step_ = std::max(global_step_, final_step);
+    if (is_chief() && sync()) {
+      // The global step is the version the trainers left the parameter servers at.
+      ASSIGN_OR_RETURN(global_step_, WaitForSyncVersion(global_step_), "finishing training");
+    } else if (is_chief()) {
+      global_step_ = std::max(global_step_, final_step);
+    }
   }
   if (is_chief()) {
     ASSIGN_OR_RETURN(result.checkpoint, SaveCheckpoint());

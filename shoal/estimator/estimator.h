@@ -22,6 +22,14 @@
 // (unless the global step is already saved). Stopping at max_steps before any step (the
 // checkpoint is already there) is not an error: TF does the same.
 //
+// Synchronous training (run.sync_replicas > 0; rpc/parameter_service.h has the protocol). The chief
+// (or a lone process) sets min(run.sync_replicas, trainers) replicas on the parameter servers
+// before the model is announced, and every step becomes: wait until every shard reaches the
+// version this trainer last committed (at most sync_wait_timeout) -> the global step is that
+// version -> pull, compute, push with step version + 1 -> CommitStep on every shard. Checkpoints
+// wait for the version of the global step first, so a saved step holds exactly that many updates.
+// One replica is bit-identical to asynchronous training on the same data order.
+//
 // Files in model_dir: ckpt-N/ and `checkpoint` (checkpoint.h); TensorBoard events (train) in
 // model_dir and (eval) in model_dir/eval; eval/metrics.json after each evaluation;
 // export/<name>/<global_step>/ from exporters. summary.json is written by TrainAndEvaluate.
@@ -39,6 +47,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "shoal/data/feature_column.h"
 #include "shoal/data/pipeline.h"
 #include "shoal/estimator/hooks.h"
@@ -82,6 +91,9 @@ struct EstimatorConfig {
   JobRole* role = nullptr;
   // Written into every export as config.yaml (the CLI passes the job config); may be empty.
   std::string export_config_yaml;
+  // Sync training: how long a step (or a checkpoint) waits for the other trainers' commits of the
+  // version before it fails with DEADLINE_EXCEEDED. Generous: the chief may be evaluating.
+  absl::Duration sync_wait_timeout = absl::Minutes(30);
 };
 
 struct TrainOptions {
@@ -164,6 +176,10 @@ class Estimator {
   // and `allow_fresh`).
   absl::Status LoadLatest(bool allow_fresh);
   absl::Status LoadLatestAsChief(bool allow_fresh);
+  bool sync() const { return config_.run.sync_replicas > 0; }
+  // Sync mode: waits (sync_wait_timeout at most) until every shard reaches `version`; returns the
+  // lowest shard version then.
+  absl::StatusOr<int64_t> WaitForSyncVersion(int64_t version);
   absl::Status RunHooks(const std::vector<SessionRunHook*>& hooks,
                         absl::Status (SessionRunHook::*method)(RunContext&), RunContext& context);
   absl::Status WriteEvalFiles(const EvalResult& result);
@@ -178,6 +194,7 @@ class Estimator {
 
   bool recorded_ = false;
   bool announced_ = false;  // the role was told ModelReady
+  bool sync_set_ = false;   // the chief set the sync replicas on the parameter servers
   bool loaded_ = false;     // the PS hold a model
   int64_t global_step_ = 0;
   int64_t saved_step_ = -1;        // global step of the checkpoint the PS state equals, or -1

@@ -2,14 +2,17 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "shoal/checkpoint/checkpoint.h"
+#include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/estimator/heads.h"
 #include "shoal/estimator/models.h"
 #include "shoal/io/file_util.h"
@@ -289,6 +292,89 @@ TEST_F(EstimatorTest, ShardCountDoesNotChangeTraining) {
   ASSERT_OK_AND_ASSIGN(reread, Estimator::Create(fs_, config));
   ASSERT_OK_AND_ASSIGN(er, reread->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
   EXPECT_DOUBLE_EQ(er.metrics["loss"], e3.metrics["loss"]);
+}
+
+// Every value and optimizer slot of the latest checkpoint of `model_dir`, by entry (tables by
+// entry and id), as raw bits.
+std::map<std::string, std::vector<uint32_t>> CheckpointBits(FileSystem& fs,
+                                                            const std::string& model_dir) {
+  std::map<std::string, std::vector<uint32_t>> bits;
+  const auto append = [](std::vector<uint32_t>& out, absl::Span<const float> values) {
+    for (float v : values) out.push_back(absl::bit_cast<uint32_t>(v));
+  };
+  absl::StatusOr<std::string> latest = LatestCheckpoint(fs, model_dir);
+  EXPECT_TRUE(latest.ok()) << latest.status();
+  if (!latest.ok()) return bits;
+  auto reader = CheckpointReader::Open(fs, *latest);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return bits;
+  for (const EntryInfo& e : (*reader)->ListEntries()) {
+    if (e.kind == EntryKind::kDense) {
+      absl::StatusOr<DenseVariable> v = (*reader)->ReadDense(e.name);
+      EXPECT_TRUE(v.ok()) << v.status();
+      if (!v.ok()) continue;
+      append(bits[e.name], v->value.span());
+      for (const Tensor& slot : v->slots) append(bits[e.name], slot.span());
+    } else {
+      EXPECT_TRUE((*reader)
+                      ->ReadTableRows(e.name,
+                                      [&](const EmbeddingRow& row) {
+                                        std::vector<uint32_t>& out =
+                                            bits[absl::StrCat(e.name, "/", row.id)];
+                                        append(out, row.values);
+                                        append(out, row.slots);
+                                        return absl::OkStatus();
+                                      })
+                      .ok());
+    }
+  }
+  return bits;
+}
+
+// One trainer in sync mode is one replica: every update is that trainer's step, applied as an
+// asynchronous push would apply it. Parameters, optimizer slots and metrics are bit-identical.
+TEST_F(EstimatorTest, SyncTrainingWithOneReplicaEqualsAsyncExactly) {
+  const auto make = [&](const std::string& name, int sync_replicas) {
+    EstimatorConfig config = Config("wide_deep", JoinPath(dir_, name));
+    config.num_ps_shards = 2;
+    config.run.save_checkpoints_steps = 7;  // saves in the middle wait for their version
+    config.run.sync_replicas = sync_replicas;
+    auto estimator = Estimator::Create(fs_, std::move(config));
+    EXPECT_TRUE(estimator.ok()) << estimator.status();
+    return std::move(*estimator);
+  };
+  auto async = make("async", 0);
+  auto sync = make("sync", 1);
+  auto clamped = make("clamped", 4);  // one process has one trainer: min(4, 1) = 1 replica
+  ASSERT_OK_AND_ASSIGN(ta, async->Train(Input(train_, 50, 2), {}));
+  ASSERT_OK_AND_ASSIGN(ts, sync->Train(Input(train_, 50, 2), {}));
+  ASSERT_OK_AND_ASSIGN(tc, clamped->Train(Input(train_, 50, 2), {}));
+  EXPECT_EQ(ta.global_step, 80);
+  EXPECT_EQ(ts.global_step, 80);
+  EXPECT_EQ(tc.global_step, 80);
+  EXPECT_EQ(ts.last_loss, ta.last_loss);
+  EXPECT_EQ(tc.last_loss, ta.last_loss);
+
+  FileSystem& fs = **fs_.For(dir_);
+  const auto bits = CheckpointBits(fs, JoinPath(dir_, "async"));
+  EXPECT_FALSE(bits.empty());
+  EXPECT_TRUE(bits == CheckpointBits(fs, JoinPath(dir_, "sync")));
+  EXPECT_TRUE(bits == CheckpointBits(fs, JoinPath(dir_, "clamped")));
+
+  ASSERT_OK_AND_ASSIGN(ea, async->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  ASSERT_OK_AND_ASSIGN(es, sync->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  EXPECT_EQ(ea.metrics, es.metrics);  // exactly, not within a tolerance
+  EXPECT_GT(es.metrics["auc"], 0.8);
+
+  // A new process restores the shards at the checkpoint's version (80) and goes on in step.
+  async = make("async", 0);
+  sync = make("sync", 1);
+  ASSERT_OK_AND_ASSIGN(ta2, async->Train(Input(train_, 50, 0), {.steps = 5}));
+  ASSERT_OK_AND_ASSIGN(ts2, sync->Train(Input(train_, 50, 0), {.steps = 5}));
+  EXPECT_EQ(ts2.global_step, 85);
+  EXPECT_EQ(ts2.last_loss, ta2.last_loss);
+  EXPECT_TRUE(CheckpointBits(fs, JoinPath(dir_, "async")) ==
+              CheckpointBits(fs, JoinPath(dir_, "sync")));
 }
 
 TEST_F(EstimatorTest, CorruptLatestCheckpointFallsBackToThePreviousOne) {

@@ -326,6 +326,7 @@ absl::Status ParseRun(MapReader& r, RunConfig* run) {
   RETURN_IF_ERROR(r.Read("keep_checkpoint_max", &run->keep_checkpoint_max, 0));
   RETURN_IF_ERROR(r.Read("log_step_count_steps", &run->log_step_count_steps, 1));
   RETURN_IF_ERROR(r.Read("seed", &run->seed));
+  RETURN_IF_ERROR(r.Read("sync_replicas", &run->sync_replicas, 0));
   return r.Finish();
 }
 

@@ -82,6 +82,10 @@ struct RunConfig {
   int keep_checkpoint_max = 5;            // 0 = keep all
   int64_t log_step_count_steps = 100;     // >= 1
   uint64_t seed = 42;                     // model initialisation
+  // 0 = asynchronous training (each push applied at once); N > 0 = synchronous (TF's
+  // SyncReplicasOptimizer): each update averages the gradients of min(N, trainers) trainers'
+  // steps. docs/cluster.md, "Synchronous training".
+  int sync_replicas = 0;
 };
 
 struct ExporterConfig {

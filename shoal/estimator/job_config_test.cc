@@ -29,13 +29,14 @@ input:
   train: {files: [train.csv], format: csv, batch_size: 32}
 )";
 
-absl::StatusOr<JobConfig> Parse(absl::string_view yaml, std::vector<std::string> overrides = {}) {
+absl::StatusOr<JobConfig> Parse(absl::string_view yaml,
+                                const std::vector<std::string>& overrides = {}) {
   return ParseJobConfig(yaml, "/cfg/job.yaml", overrides);
 }
 
 // The error message of parsing `yaml` (which must fail with INVALID_ARGUMENT).
-std::string ErrorOf(absl::string_view yaml, std::vector<std::string> overrides = {}) {
-  absl::StatusOr<JobConfig> config = Parse(yaml, std::move(overrides));
+std::string ErrorOf(absl::string_view yaml, const std::vector<std::string>& overrides = {}) {
+  absl::StatusOr<JobConfig> config = Parse(yaml, overrides);
   EXPECT_FALSE(config.ok());
   if (config.ok()) return "";
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
@@ -68,6 +69,7 @@ TEST(JobConfigTest, MinimalConfigGetsDefaults) {
   EXPECT_EQ(config->run.model_dir, "");
   EXPECT_EQ(config->run.save_checkpoints_steps, 1000);
   EXPECT_EQ(config->run.seed, 42u);
+  EXPECT_EQ(config->run.sync_replicas, 0);  // asynchronous
   EXPECT_EQ(config->eval.throttle_secs, 60);
   EXPECT_TRUE(config->eval.exporters.empty());
 }
@@ -125,6 +127,14 @@ TEST(JobConfigTest, DuplicateKeysAndNegativeSeeds) {
   EXPECT_EQ(ErrorOf(kMinimal, {"run.seed=-1"}),
             "--set run.seed=-1: run.seed: expected an integer in [0, 18446744073709551615], got "
             "'-1'");
+}
+
+TEST(JobConfigTest, SyncReplicasIsANonNegativeCount) {
+  absl::StatusOr<JobConfig> sync = Parse(kMinimal, {"run.sync_replicas=2"});
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  EXPECT_EQ(sync->run.sync_replicas, 2);
+  EXPECT_EQ(ErrorOf(kMinimal, {"run.sync_replicas=-1"}),
+            "--set run.sync_replicas=-1: run.sync_replicas: expected an integer >= 0, got '-1'");
 }
 
 TEST(JobConfigTest, MissingRequiredKeysAndSyntaxErrors) {
@@ -256,7 +266,7 @@ input:
           schema: [{name: a, type: float, default: 0}, {name: h, type: string}, {name: y, type: int64}]}
   eval: {files: [e.tfrecord], format: tfrecord, bad_records: skip}
 run: {max_steps: 10, save_checkpoints_steps: 0, save_checkpoints_secs: 30, keep_checkpoint_max: 0,
-      log_step_count_steps: 7, seed: 18446744073709551615}
+      log_step_count_steps: 7, seed: 18446744073709551615, sync_replicas: 3}
 eval: {steps: 3, start_delay_secs: 4, throttle_secs: 5,
        exporters: [{name: b, type: best, metric: auc, keep: 2}, {name: l}]}
 )";
@@ -295,6 +305,7 @@ TEST(JobConfigTest, FullConfigRoundTrips) {
   EXPECT_TRUE(c.train_input.Holdout().keep_holdout);
   EXPECT_EQ(c.eval_input.holdout_fraction, 0.0f);
   EXPECT_EQ(c.run.seed, 18446744073709551615u);
+  EXPECT_EQ(c.run.sync_replicas, 3);
   EXPECT_EQ(c.eval.exporters[1].type, "latest");
 }
 

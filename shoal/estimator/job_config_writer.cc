@@ -295,6 +295,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
   w.Int("keep_checkpoint_max", r.keep_checkpoint_max);
   w.Int("log_step_count_steps", r.log_step_count_steps);
   w.Int("seed", r.seed);
+  w.Int("sync_replicas", r.sync_replicas);
   w.EndMap();
 
   const EvalConfig& e = c.eval;

@@ -4,6 +4,12 @@
 // saves. The Estimator's step loop is the same in both; only these decisions go through the role.
 // launch/ implements the cluster roles over the CoordinatorService.
 //
+// Synchronous training (run.sync_replicas > 0): the global step is the parameter servers'
+// version, which every trainer reads from them. The chief reports each advance of it through
+// AdvanceStep (once per version it committed, with the versions it saw pass); the coordinator's
+// step follows the chief's. Other trainers' AdvanceStep calls only read the job's state (to stop),
+// and the Estimator keeps its own global step from the parameter servers.
+//
 // Thread safety: called from the training thread only.
 #pragma once
 
@@ -27,6 +33,8 @@ class JobRole {
   // The chief initialises or restores the parameter servers, saves checkpoints, writes summaries
   // and evaluates; other trainers only train.
   virtual bool is_chief() const = 0;
+  // How many trainers (chief + workers) the job has: the most replicas a sync update can wait for.
+  virtual int num_trainers() const = 0;
   // Chief: the parameter servers hold the model at `global_step` (restored from `checkpoint`, ""
   // when fresh); other trainers may start.
   [[nodiscard]] virtual absl::Status ModelReady(int64_t global_step,
@@ -34,8 +42,9 @@ class JobRole {
   // Non-chief: blocks (with a deadline) until the chief reported ModelReady; returns the global
   // step then.
   [[nodiscard]] virtual absl::StatusOr<int64_t> WaitForModel() = 0;
-  // After each step: `steps` (1) more updates were applied. Returns the global step after them
-  // and whether to stop.
+  // After each step: `steps` more updates were applied (1 when asynchronous; in sync mode the
+  // versions from the last report to the one this step committed). Returns the global step after
+  // them (the coordinator's: in sync mode the Estimator uses its own) and whether to stop.
   [[nodiscard]] virtual absl::StatusOr<StepReply> AdvanceStep(int64_t steps) = 0;
   // After this trainer's loop ended (its input exhausted or a stop): for the chief, waits until
   // every other trainer has pushed its last update and returns the global step to save the final

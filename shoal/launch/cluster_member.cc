@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "shoal/base/logging.h"
 #include "shoal/base/mutex.h"
@@ -28,6 +29,7 @@
 #include "shoal/rpc/grpc/grpc_coordinator_service.h"
 #include "shoal/rpc/grpc/grpc_parameter_service.h"
 #include "shoal/rpc/grpc/grpc_server.h"
+#include "shoal/worker/parameter_client.h"
 
 namespace shoal {
 namespace {
@@ -52,6 +54,7 @@ class ClusterRole final : public JobRole {
         options_(options) {}
 
   bool is_chief() const override { return task_.role == TaskRole::kChief; }
+  int num_trainers() const override { return options_.cluster.num_trainers(); }
 
   absl::Status ModelReady(int64_t global_step, const std::string& checkpoint) override {
     return coordinator_->SetModelReady(global_step, checkpoint).status();
@@ -77,7 +80,13 @@ class ClusterRole final : public JobRole {
   }
 
   absl::StatusOr<StepReply> AdvanceStep(int64_t steps) override {
-    ASSIGN_OR_RETURN(JobState state, coordinator_->AdvanceStep(task_, incarnation_, steps));
+    // Sync training: the global step is the parameter servers' version, which only the chief
+    // reports (once per version); the others only read the job's phase.
+    const bool only_read = options_.job.run.sync_replicas > 0 && !is_chief();
+    absl::StatusOr<JobState> job = only_read
+                                       ? coordinator_->Heartbeat(task_, incarnation_)
+                                       : coordinator_->AdvanceStep(task_, incarnation_, steps);
+    ASSIGN_OR_RETURN(JobState state, std::move(job));
     StepReply reply;
     reply.global_step = state.global_step;
     if (state.phase != JobPhase::kRunning) {
@@ -143,6 +152,86 @@ class Heartbeater {
   TaskId task_;
   uint64_t incarnation_;
   absl::Duration interval_;
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+// Sync training, on the chief: keeps the parameter servers' replica count at the number of
+// trainers that can still commit -- min(run.sync_replicas, trainers live and not done, plus those
+// not registered yet during the first `registration_grace`), at least 1 -- so that a dead,
+// finished or never started trainer does not stall the others (a dead one stalls them until the
+// coordinator declares it dead, heartbeat_timeout). Sends it to every shard at start and then
+// every `interval`, also when unchanged: a shard that missed a call, or raced with the Estimator's
+// initial setting, is put right at the next one.
+class SyncReplicasKeeper {
+ public:
+  SyncReplicasKeeper(const Coordinator* coordinator, std::vector<ParameterService*> shards,
+                     int sync_replicas, absl::Duration interval, absl::Duration registration_grace)
+      : coordinator_(coordinator),
+        client_(std::move(shards)),
+        sync_replicas_(sync_replicas),
+        interval_(interval),
+        registration_deadline_(absl::Now() + registration_grace) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~SyncReplicasKeeper() {
+    {
+      MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    cv_.SignalAll();
+    thread_.join();
+  }
+
+ private:
+  // The replica count the coordinator's view of the trainers calls for, and why (for the log).
+  int Replicas(std::string* why) const {
+    const bool expect_unregistered = absl::Now() < registration_deadline_;
+    int can_commit = 0;
+    std::vector<std::string> gone;
+    for (const TaskStatus& t : coordinator_->Tasks()) {
+      if (t.task.role != TaskRole::kChief && t.task.role != TaskRole::kWorker) continue;
+      if (t.registered ? t.live && !t.done : expect_unregistered) {
+        ++can_commit;
+      } else {
+        gone.push_back(absl::StrCat(t.task.ToString(), !t.registered ? " never registered"
+                                                       : t.done      ? " is done"
+                                                                     : " is dead"));
+      }
+    }
+    *why = gone.empty() ? "every trainer is running" : absl::StrJoin(gone, ", ");
+    return std::max(1, std::min(sync_replicas_, can_commit));
+  }
+
+  void Loop() {
+    int last = -1;
+    MutexLock lock(&mu_);
+    while (!stop_) {
+      mu_.Unlock();
+      std::string why;
+      const int replicas = Replicas(&why);
+      const absl::Status set = client_.SetSyncReplicas(replicas);
+      if (!set.ok()) {
+        LOG(WARNING) << "chief: setting " << replicas << " sync replicas: " << set;
+      } else if (replicas != last) {
+        if (last >= 0) {
+          LOG(INFO) << "chief: sync training now aggregates " << replicas << " trainer"
+                    << (replicas == 1 ? "" : "s") << " per step (" << why << ")";
+        }
+        last = replicas;
+      }
+      mu_.Lock();
+      cv_.WaitWithTimeout(&mu_, interval_);
+    }
+  }
+
+  const Coordinator* coordinator_;
+  ParameterClient client_;  // only for its every-shard SetSyncReplicas
+  const int sync_replicas_;
+  const absl::Duration interval_;
+  const absl::Time registration_deadline_;
   Mutex mu_;
   CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
@@ -251,7 +340,7 @@ absl::Status RunPs(const MemberOptions& options, uint64_t incarnation) {
                    Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
   GrpcCoordinatorService coordinator(channel);
   RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
-  const absl::Status status = WaitForJobEnd(&coordinator, task, incarnation, options);
+  absl::Status status = WaitForJobEnd(&coordinator, task, incarnation, options);
   grpc->Stop(absl::Seconds(5));
   return status;
 }
@@ -311,9 +400,15 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
   LOG(INFO) << "chief: coordinator at " << address;
   RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
 
-  const absl::Status status = [&]() -> absl::Status {
+  absl::Status status = [&]() -> absl::Status {
     Heartbeater heartbeat(&coordinator, task, incarnation, options.heartbeat_interval);
     ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options));
+    std::unique_ptr<SyncReplicasKeeper> sync_keeper;
+    if (options.job.run.sync_replicas > 0) {
+      sync_keeper = std::make_unique<SyncReplicasKeeper>(
+          &coordinator, ps.shards, options.job.run.sync_replicas, options.heartbeat_interval,
+          options.connect_deadline);
+    }
     ClusterRole role(&coordinator, &coordinator, task, incarnation, options);
     ASSIGN_OR_RETURN(EstimatorConfig config,
                      EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry()));

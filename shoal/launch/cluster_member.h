@@ -14,8 +14,11 @@
 // Every connection retries with backoff until `connect_deadline` and then fails naming the task and
 // address it waited for; every call has a deadline. All traffic carries the job's secret.
 //
-// Training is asynchronous: each push is applied at once (TF's default). The global step is the
-// coordinator's: the sum of every trainer's steps; `run.max_steps` stops the whole job.
+// Training is asynchronous by default: each push is applied at once (TF's default), and the global
+// step is the coordinator's, the sum of every trainer's steps. With `run.sync_replicas` > 0 it is
+// synchronous: the PS aggregate one version's gradients from min(sync_replicas, live trainers)
+// and apply them once (docs/cluster.md); the global step is then the PS version. Either way
+// `run.max_steps` stops the whole job.
 #pragma once
 
 #include <ostream>

@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shoal/base/status.h"
@@ -227,6 +229,70 @@ TEST_P(GrpcRoundTripTest, SaveAndRestoreMatchTheDirectCall) {
   Both([&](ParameterService& ps) {
     return ps.Restore(spec_, (root_ / "no-such-checkpoint").string());
   });
+}
+
+TEST_P(GrpcRoundTripTest, SyncTrainingMatchesTheDirectCall) {
+  Both([&](ParameterService& ps) { return ps.Initialize(spec_); });
+  Both([&](ParameterService& ps) { return ps.SetSyncReplicas(2); });
+  // Two trainers' step 1 (chunked under the small limit: a row's parts sum all the same).
+  for (int trainer = 0; trainer < 2; ++trainer) {
+    std::vector<Tensor> grads;
+    for (const DenseVariableSpec& v : spec_.dense) {
+      grads.push_back(SomeGradTensor(v.shape, 1 + trainer));
+    }
+    Both([&](ParameterService& ps) { return ps.PushDense(names_, grads, 1); });
+    for (const TableSpec& t : spec_.tables) {
+      const std::vector<float> sparse = SomeGrads(ids_.size() * t.dim, 1 + trainer);
+      Both([&](ParameterService& ps) {
+        std::vector<float> rows(ids_.size() * t.dim);
+        RETURN_IF_ERROR(ps.Lookup(t.name, ids_, LookupMode::kTrain, 0, absl::MakeSpan(rows)));
+        return ps.PushSparse(t.name, ids_, sparse, 1);
+      });
+    }
+    Both([&](ParameterService& ps) { return ps.CommitStep(1); });
+    if (trainer == 0) {
+      Both([&](ParameterService& ps) {
+        return ps.WaitForVersion(1, absl::ZeroDuration()).status();  // one commit of two
+      });
+    }
+  }
+  Both([&](ParameterService& ps) { return ps.WaitForVersion(1, absl::Seconds(5)).status(); });
+  EXPECT_EQ(remote_->WaitForVersion(1, absl::ZeroDuration()).value_or(-1), 1);
+  ExpectSameDense();
+  ExpectSameRows(LookupMode::kInference, 1);
+
+  // Stale, early and invalid calls: the same codes.
+  std::vector<Tensor> grads;
+  for (const DenseVariableSpec& v : spec_.dense) grads.push_back(SomeGradTensor(v.shape, 9));
+  Both([&](ParameterService& ps) { return ps.PushDense(names_, grads, 1); });  // stale: OK
+  Both([&](ParameterService& ps) { return ps.PushDense(names_, grads, 3); });  // early
+  Both([&](ParameterService& ps) { return ps.CommitStep(1); });                // stale: OK
+  Both([&](ParameterService& ps) { return ps.CommitStep(3); });
+  Both([&](ParameterService& ps) { return ps.CommitStep(0); });
+  Both([&](ParameterService& ps) { return ps.SetSyncReplicas(-1); });
+  Both([&](ParameterService& ps) { return ps.WaitForVersion(-1, absl::ZeroDuration()).status(); });
+  ExpectSameDense();
+  // Counted per call: a chunked push is several.
+  EXPECT_GE(served_->GetSyncStats().dropped_pushes, direct_->GetSyncStats().dropped_pushes);
+  EXPECT_EQ(direct_->GetSyncStats().dropped_pushes, 1);
+
+  // A remote wait runs out of time with the shard's state in the message...
+  const absl::Time start = absl::Now();
+  absl::StatusOr<int64_t> late = remote_->WaitForVersion(2, absl::Milliseconds(600));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(600));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(late.status().message(),
+              ::testing::HasSubstr("WaitForVersion: version 2 not reached within 600ms: the shard "
+                                   "is at version 1"));
+  // ... and is woken by the commit that completes the version.
+  absl::StatusOr<int64_t> woken;
+  std::thread waiter([&] { woken = remote_->WaitForVersion(2, absl::Seconds(30)); });
+  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_TRUE(remote_->CommitStep(2).ok());
+  ASSERT_TRUE(remote_->CommitStep(2).ok());
+  waiter.join();
+  ASSERT_TRUE(woken.ok()) << woken.status();
+  EXPECT_EQ(*woken, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(MessageLimits, GrpcRoundTripTest,

@@ -18,14 +18,27 @@
 // a whole-table writer would save it) and keeps the rows it owns, so a checkpoint restores into
 // any number of shards; when the checkpoint has this shard's layout, only part `shard` is read.
 //
+// Synchronous training (the protocol is in rpc/parameter_service.h): the shard keeps its version,
+// the replica count, the commits of the next version and the gradients accumulated for it (a sum
+// per dense variable, a sum per (table, id) row). Initialize resets the version to 0 and Restore
+// to the checkpoint's step; both drop what was accumulated and keep the replica count. When the
+// version completes, the sums are divided by the number of commits (not touched when it is 1)
+// and applied exactly as PushDense/PushSparse apply a gradient, so one replica trains
+// bit-identically to asynchronous pushes. GetSyncStats reports the counters.
+//
 // Thread safety: thread-safe. A reader/writer lock orders the whole shard: Pull/Push/Lookup and
 // GetTableStats hold it shared (any number at once; a dense variable has its own lock, tables lock
 // their stripes), Save holds it exclusively so the file is one consistent cut, and
 // Initialize/Restore take it exclusively only to swap in a fully built state (a failed Restore
-// leaves the earlier state). Errors: as ParameterService; messages name the shard, the table or
-// variable, and for ids the first offending one.
+// leaves the earlier state). The sync state has a lock of its own, taken after the shard lock:
+// sync pushes and commits hold the shard lock shared and the sync lock exclusively (so a version
+// is applied as one unit and never inside a Save); WaitForVersion holds only the sync lock and
+// releases it while it waits; asynchronous pushes never take it. Errors: as ParameterService;
+// messages name the shard, the table or variable, and for ids the first offending one.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +48,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "shoal/base/mutex.h"
 #include "shoal/embedding/hash_table.h"
@@ -47,6 +61,16 @@ namespace shoal {
 
 // The checkpoint entry holding shard `shard` of `num_shards`'s rows of `table`.
 std::string TablePartEntryName(absl::string_view table, int shard, int num_shards);
+
+// What a shard's synchronous-training state looks like, for logs and tests.
+struct SyncStats {
+  int replicas = 0;              // 0 = asynchronous
+  int64_t version = 0;           // the global step the parameters are at
+  int pending_commits = 0;       // commits counted for version + 1
+  int64_t versions_applied = 0;  // aggregated updates applied since the shard was built
+  int64_t dropped_pushes = 0;    // push calls dropped: stale, or left without a commit
+  int64_t stale_commits = 0;     // CommitStep calls for a version already applied
+};
 
 class ParameterServer final : public ParameterService {
  public:
@@ -73,20 +97,43 @@ class ParameterServer final : public ParameterService {
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
                                      absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats() override;
+  [[nodiscard]] absl::Status SetSyncReplicas(int replicas) override;
+  [[nodiscard]] absl::Status CommitStep(int64_t step) override;
+  [[nodiscard]] absl::StatusOr<int64_t> WaitForVersion(int64_t version,
+                                                       absl::Duration timeout) override;
+
+  SyncStats GetSyncStats() const;
 
  private:
   struct DenseVar;
   struct Table;
   struct State;
+  struct PendingUpdate;  // the gradients accumulated for version + 1
 
   // A fresh state for `spec` (validated) with initial values.
   absl::StatusOr<std::unique_ptr<State>> BuildState(const ModelSpec& spec) const;
-  // Reads what this shard owns of checkpoint `dir` into `state`.
-  absl::Status ReadCheckpoint(absl::string_view dir, State* state) const;
+  // Reads what this shard owns of checkpoint `dir` into `state`; *step = the checkpoint's step.
+  absl::Status ReadCheckpoint(absl::string_view dir, State* state, int64_t* step) const;
   absl::StatusOr<DenseVar*> FindDense(const State& state, const std::string& name) const;
   absl::StatusOr<Table*> FindTable(State& state, absl::string_view name) const;
   absl::Status CheckOwned(absl::string_view table, absl::Span<const uint64_t> ids) const;
   absl::Status Uninitialized() const;
+
+  // Sync mode: whether a push or commit for `step` belongs to the pending version (true), is
+  // stale (false, counted by the caller) or comes too early (FAILED_PRECONDITION).
+  absl::StatusOr<bool> IsPendingStep(int64_t step, absl::string_view what) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+  absl::Status AccumulateDense(absl::Span<DenseVar* const> vars, absl::Span<const Tensor> grads,
+                               int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+  absl::Status AccumulateSparse(Table& table, absl::Span<const uint64_t> ids,
+                                absl::Span<const float> grads, int64_t step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+  // Applies the pending version (the sums divided by the commits) at step version_ + 1 and
+  // advances the version. The caller holds mu_ shared with state_ set.
+  absl::Status CompleteVersion() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+  // With a new state_ (Initialize/Restore), before anyone else sees it: version `version`,
+  // nothing pending (the pending gradients point into the old state).
+  void ResetSync(int64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(sync_mu_);
 
   FileSystems& fs_;
   const int shard_;
@@ -94,6 +141,18 @@ class ParameterServer final : public ParameterService {
   // Shared by requests, exclusive for Save and for swapping the state.
   Mutex mu_;
   std::unique_ptr<State> state_ ABSL_GUARDED_BY(mu_);  // null before Initialize/Restore
+
+  // Sync mode. sync_ mirrors replicas_ > 0 so that asynchronous pushes skip sync_mu_.
+  std::atomic<bool> sync_{false};
+  mutable Mutex sync_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  CondVar version_cv_;  // signalled when version_ changes or replicas_ becomes 0
+  int replicas_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  int64_t version_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  int commits_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  std::unique_ptr<PendingUpdate> pending_ ABSL_GUARDED_BY(sync_mu_);
+  int64_t versions_applied_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  int64_t dropped_pushes_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  int64_t stale_commits_ ABSL_GUARDED_BY(sync_mu_) = 0;
 };
 
 }  // namespace shoal

@@ -18,6 +18,31 @@
 // ids not owned by the shard, sizes or dims that disagree are INVALID_ARGUMENT; a call before
 // Initialize (or Restore) is FAILED_PRECONDITION.
 //
+// Synchronous training (TF's SyncReplicasOptimizer; docs/cluster.md "Synchronous training").
+// Every shard has a *version*, the global step its parameters are at: 0 after Initialize, the
+// checkpoint's step after Restore, and one more for every aggregated update applied. By default a
+// shard is asynchronous (SetSyncReplicas(0)): each push is applied at once, the version does not
+// move, CommitStep is a no-op and WaitForVersion returns at once. With SetSyncReplicas(R), R > 0:
+//
+//   - a push (PushDense or PushSparse) with step == version + 1 is validated as always and then
+//     accumulated, not applied: dense gradients summed per variable, sparse rows per (table, id);
+//   - a push with step <= version is stale (its trainer fell behind): dropped, counted, OK;
+//   - a push with step > version + 1 is FAILED_PRECONDITION: the caller skipped a version;
+//   - CommitStep(version + 1) counts one trainer as done with that step (stale commits are
+//     ignored like stale pushes, later ones are FAILED_PRECONDITION). When the commits reach R,
+//     the shard applies every accumulated gradient divided by the number of commits with its
+//     group's optimizer at step version + 1 -- TF's average over replicas_to_aggregate, i.e. the
+//     gradient of the mean loss over the committing trainers' batches -- then sets version + 1
+//     and wakes WaitForVersion. With one commit nothing is divided and a single push is used as
+//     pushed, so R = 1 is bit-identical to asynchronous training on the same data order.
+//   - SetSyncReplicas may change R at any time (the chief lowers it when a trainer dies or
+//     finishes): a version already holding >= R commits completes at once.
+//
+// A trainer's sync step is: WaitForVersion(v) on every shard -> pull and look up -> compute ->
+// push everything with step v + 1 -> CommitStep(v + 1) on every shard. Gradients pushed for
+// v + 1 by a trainer that does not commit v + 1 (more trainers than R, or one that died between
+// its pushes and its commit) are still summed in: the divisor counts commits, not pushers.
+//
 // Thread safety: implementations are thread-safe; any number of workers call concurrently.
 #pragma once
 
@@ -28,6 +53,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "shoal/checkpoint/manifest.h"
 #include "shoal/embedding/hash_table.h"
@@ -115,6 +141,9 @@ int RowShard(uint64_t id, int num_shards);
 // the fewest bytes so far (lowest index on ties).
 std::vector<int> DensePlacement(const ModelSpec& spec, int num_shards);
 
+// The largest replica count SetSyncReplicas accepts.
+inline constexpr int kMaxSyncReplicas = 1 << 16;
+
 // Per-table figures for logs and TensorBoard.
 struct TableStats {
   std::string name;
@@ -163,6 +192,21 @@ class ParameterService {
                                              absl::string_view checkpoint_dir) = 0;
 
   [[nodiscard]] virtual absl::StatusOr<std::vector<TableStats>> GetTableStats() = 0;
+
+  // Synchronous training (see the top of this file).
+  //
+  // 0 = asynchronous (the default); R in [1, kMaxSyncReplicas] = aggregate R trainers' commits per
+  // version. INVALID_ARGUMENT outside [0, kMaxSyncReplicas]. Switching to 0 completes a pending
+  // version that holds commits and drops (counts) gradients pushed without any.
+  [[nodiscard]] virtual absl::Status SetSyncReplicas(int replicas) = 0;
+  // The caller has pushed all its gradients for version `step` (>= 1) to this shard. No-op when
+  // asynchronous; FAILED_PRECONDITION before Initialize/Restore in sync mode.
+  [[nodiscard]] virtual absl::Status CommitStep(int64_t step) = 0;
+  // Blocks until this shard's version is >= `version` (>= 0) and returns the version then;
+  // DEADLINE_EXCEEDED after `timeout`, naming the version and the commits still missing. When
+  // asynchronous (or switched to it while waiting) it returns the current version at once.
+  [[nodiscard]] virtual absl::StatusOr<int64_t> WaitForVersion(int64_t version,
+                                                               absl::Duration timeout) = 0;
 };
 
 }  // namespace shoal

@@ -5,6 +5,7 @@ Uses the small CSV task of job_cli_test.py (600 training rows, 2 epochs). $SHOAL
 """
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -67,6 +68,100 @@ def test_launch_stops_at_max_steps_cluster_wide(tmp_path):
     summary = json.loads((tmp_path / "m" / "summary.json").read_text())
     # A trainer may finish the step it was in when the limit was reached: at most one more each.
     assert 10 <= summary["global_step"] <= 12, summary
+
+
+def test_sync_training_with_one_trainer_equals_one_process_exactly(tmp_path):
+    """run.sync_replicas=1 and only the chief training: every update is its step, applied once
+    by the PS over gRPC -- the same parameters and metrics as `shoal train`, bit for bit."""
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    single = run("train", job.config, "--model-dir", str(tmp_path / "single"))
+    assert single.returncode == 0, single.stderr[-3000:]
+    out = run("launch", job.config, "--ps", "2", "--workers", "0",
+              "--model-dir", str(tmp_path / "sync"), "--set", "run.sync_replicas=1")
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
+    assert "sync training over 1 replica" in out.stdout
+    one = json.loads((tmp_path / "single" / "summary.json").read_text())
+    sync = json.loads((tmp_path / "sync" / "summary.json").read_text())
+    assert sync["global_step"] == one["global_step"], (one, sync)
+    assert sync["metrics"] == one["metrics"], (one, sync)  # equal floats, not close ones
+
+
+def test_sync_training_aggregates_two_trainers_per_step(tmp_path):
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    single = run("train", job.config, "--model-dir", str(tmp_path / "single"))
+    assert single.returncode == 0, single.stderr[-3000:]
+    out = run("launch", job.config, "--ps", "2", "--workers", "1",
+              "--model-dir", str(tmp_path / "sync"), "--set", "run.sync_replicas=2")
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
+    assert "sync training over 2 replicas" in out.stdout
+    one = json.loads((tmp_path / "single" / "summary.json").read_text())
+    sync = json.loads((tmp_path / "sync" / "summary.json").read_text())
+    # Each version holds one step of each trainer, so the same data passes take half the global
+    # steps (the trainers' shares differ by a partial batch: one more step at most).
+    half = one["global_step"] / 2
+    assert half - 1 <= sync["global_step"] <= half + 1, (one, sync)
+    assert sync["stop_reason"] == "input exhausted"
+    # The trainer that ran out of input first (the shares differ here) was dropped from the
+    # replicas, so the other finished alone instead of waiting for it.
+    worker_steps = int(re.search(r"worker:0 trained (\d+) steps", out.stdout).group(1))
+    assert worker_steps != sync["global_step"], out.stdout[-5000:]
+    assert "sync training now aggregates 1 trainer per step" in out.stdout
+    # Half the updates with the mean gradient of twice the examples, at the same learning rate:
+    # a little behind one process on this small task, but trained.
+    assert sync["metrics"]["accuracy"] >= one["metrics"]["accuracy"] - 0.05, (one, sync)
+    assert sync["metrics"]["auc"] >= one["metrics"]["auc"] - 0.05, (one, sync)
+
+
+def task_pids(model_dir, task_type):
+    """Pids of the job's `shoal run` processes of one task type (from their TF_CONFIG)."""
+    found = subprocess.run(["pgrep", "-f", str(model_dir)], capture_output=True, text=True)
+    pids = []
+    for pid in found.stdout.split():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        except OSError:
+            continue
+        config = json.loads(env.get(b"TF_CONFIG", b"{}"))
+        if config.get("task", {}).get("type") == task_type:
+            pids.append(int(pid))
+    return pids
+
+
+def test_sync_training_goes_on_when_a_worker_dies(tmp_path):
+    """A worker killed mid-training never commits again: once the coordinator declares it dead
+    (heartbeat timeout, 30 s), the chief drops it from the replicas and trains on alone."""
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=10)
+    model_dir = tmp_path / "m"
+    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "1",
+                               "--model-dir", str(model_dir),
+                               "--set", "input.train.num_epochs=0",
+                               "--set", "run.max_steps=600",
+                               "--set", "run.sync_replicas=2"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = ""
+        deadline = time.time() + 120
+        while time.time() < deadline and not re.search(r"\[worker:0\] .*step \d+ \|", seen):
+            line = launch.stdout.readline()
+            if not line:
+                break
+            seen += line
+        assert re.search(r"\[worker:0\] .*step \d+ \|", seen), seen[-3000:]
+        workers = task_pids(model_dir, "worker")
+        assert len(workers) == 1, workers
+        os.kill(workers[0], signal.SIGKILL)
+        rest, _ = launch.communicate(timeout=240)
+    finally:
+        if launch.poll() is None:
+            launch.kill()
+            launch.communicate()
+    out = seen + rest
+    assert launch.returncode == 0, out[-5000:]
+    assert "sync training now aggregates 1 trainer per step (worker:0 is dead)" in out, out[-5000:]
+    summary = json.loads((model_dir / "summary.json").read_text())
+    assert summary["global_step"] == 600, summary
+    assert summary["stop_reason"] == "max_steps", summary
 
 
 def cluster_env(ports, task_type, index, secret=SECRET):

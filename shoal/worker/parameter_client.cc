@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
 #include "shoal/checkpoint/checkpoint.h"
@@ -250,6 +251,35 @@ absl::StatusOr<std::string> ParameterClient::Save(FileSystem& fs, absl::string_v
     return absl::OkStatus();
   }));
   return CommitCheckpoint(fs, model_dir, step, infos, extra_json);
+}
+
+absl::Status ParameterClient::SetSyncReplicas(int replicas) {
+  for (int k = 0; k < num_shards(); ++k) {
+    RETURN_IF_ERROR_CTX(shards_[k]->SetSyncReplicas(replicas), "SetSyncReplicas on shard ", k,
+                        " of ", num_shards());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterClient::CommitStep(int64_t step) {
+  for (int k = 0; k < num_shards(); ++k) {
+    RETURN_IF_ERROR_CTX(shards_[k]->CommitStep(step), "CommitStep to shard ", k, " of ",
+                        num_shards());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ParameterClient::WaitForVersion(int64_t version, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  int64_t lowest = 0;
+  for (int k = 0; k < num_shards(); ++k) {
+    // Shards are awaited one after the other, within the one deadline.
+    const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+    ASSIGN_OR_RETURN(const int64_t reached, shards_[k]->WaitForVersion(version, left),
+                     "WaitForVersion on shard ", k, " of ", num_shards());
+    lowest = k == 0 ? reached : std::min(lowest, reached);
+  }
+  return lowest;
 }
 
 absl::StatusOr<std::vector<TableStats>> ParameterClient::GetTableStats() {

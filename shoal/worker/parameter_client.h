@@ -15,12 +15,20 @@
 //   RETURN_IF_ERROR(client.PushDense(grads, step));
 //   ASSIGN_OR_RETURN(std::string ckpt, client.Save(fs, model_dir, step, extra_json));
 //
+// Synchronous training (rpc/parameter_service.h): SetSyncReplicas, CommitStep and WaitForVersion
+// go to every shard; a sync step is
+//
+//   ASSIGN_OR_RETURN(int64_t v, client.WaitForVersion(committed, timeout));  // every shard at v
+//   ... pull, look up, compute, push with step v + 1 ...
+//   RETURN_IF_ERROR(client.CommitStep(v + 1));
+//
 // Errors: a shard's error is returned with the shard index added as context; INVALID_ARGUMENT
 // for calls that do not match the spec (unknown table, wrong sizes), FAILED_PRECONDITION before
 // Initialize/Restore.
 //
 // Thread safety: after Initialize/Restore, Pull/Push/Lookup may be called from many threads; Save,
-// Initialize and Restore must not overlap with each other.
+// Initialize and Restore must not overlap with each other. SetSyncReplicas, CommitStep and
+// WaitForVersion only read the shard list: any thread, any time (no Initialize needed).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "shoal/io/file_system.h"
 #include "shoal/rpc/parameter_service.h"
@@ -75,6 +84,14 @@ class ParameterClient {
   // file system of model_dir (the shards write through their own).
   [[nodiscard]] absl::StatusOr<std::string> Save(FileSystem& fs, absl::string_view model_dir,
                                                  int64_t step, absl::string_view extra_json);
+
+  // Synchronous training, on every shard in shard order (the first error is returned, naming
+  // the shard; shards before it have taken the call).
+  [[nodiscard]] absl::Status SetSyncReplicas(int replicas);
+  [[nodiscard]] absl::Status CommitStep(int64_t step);
+  // Waits until every shard's version is >= `version`, all within `timeout`, and returns the
+  // smallest version then (shards may differ by one after a trainer died between its commits).
+  [[nodiscard]] absl::StatusOr<int64_t> WaitForVersion(int64_t version, absl::Duration timeout);
 
   // Per table, summed over shards, in spec.tables order.
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats();

@@ -143,8 +143,30 @@ class FakeShard final : public ParameterService {
     return stats;
   }
 
+  absl::Status SetSyncReplicas(int replicas) override {
+    if (!fail.ok()) return fail;
+    this->replicas = replicas;
+    return absl::OkStatus();
+  }
+  absl::Status CommitStep(int64_t step) override {
+    if (!fail.ok()) return fail;
+    commits.push_back(step);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int64_t> WaitForVersion(int64_t wanted, absl::Duration timeout) override {
+    if (!fail.ok()) return fail;
+    waits.push_back(timeout);
+    if (version < wanted) return absl::DeadlineExceededError("version not reached");
+    return version;
+  }
+
   int lookups = 0, dense_pushes = 0, sparse_pushes = 0;
   absl::Status fail;  // returned by every call while not OK
+  // Sync training: what the client set and committed, and the version WaitForVersion reports.
+  int replicas = 0;
+  std::vector<int64_t> commits;
+  std::vector<absl::Duration> waits;
+  int64_t version = 0;
 
  private:
   absl::Status Check() const {
@@ -390,6 +412,37 @@ TEST_F(ParameterClientTest, SaveCommitsEveryShardWithExtraJsonAndRestores) {
   ASSERT_TRUE(restored->PullDense(&b).ok());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(SameTensor(a[i], b[i])) << i;
   EXPECT_EQ(restored->TableDim("wide").value(), 1);
+}
+
+TEST_F(ParameterClientTest, SyncCallsReachEveryShardAndTheLowestVersionIsReturned) {
+  auto client = Client(3);  // no Initialize needed: these calls do not route
+  ASSERT_TRUE(client->SetSyncReplicas(2).ok());
+  ASSERT_TRUE(client->CommitStep(5).ok());
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(fake(k).replicas, 2);
+    EXPECT_EQ(fake(k).commits, std::vector<int64_t>{5});
+  }
+  fake(0).version = 5;
+  fake(1).version = 4;
+  fake(2).version = 6;
+  absl::StatusOr<int64_t> version = client->WaitForVersion(4, absl::Seconds(10));
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, 4);
+  // One deadline for all shards: no shard is given more than the whole timeout.
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ(fake(k).waits.size(), 1u);
+    EXPECT_LE(fake(k).waits[0], absl::Seconds(10));
+  }
+
+  absl::StatusOr<int64_t> late = client->WaitForVersion(5, absl::Seconds(1));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(late.status().message(), HasSubstr("WaitForVersion on shard 1 of 3"));
+
+  fake(2).fail = absl::UnavailableError("ps:2 went away");
+  absl::Status s = client->CommitStep(6);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("CommitStep to shard 2 of 3"));
+  EXPECT_EQ(client->SetSyncReplicas(1).code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

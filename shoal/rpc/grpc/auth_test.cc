@@ -61,6 +61,9 @@ void ExpectEveryMethodUnauthenticated(ParameterService& ps, CoordinatorService& 
       {"Save", ps.Save("/tmp/never").status()},
       {"Restore", ps.Restore(spec, "/tmp/never")},
       {"GetTableStats", ps.GetTableStats().status()},
+      {"SetSyncReplicas", ps.SetSyncReplicas(2)},
+      {"CommitStep", ps.CommitStep(1)},
+      {"WaitForVersion", ps.WaitForVersion(0, absl::Seconds(1)).status()},
       {"Register", coord.Register(task, 1).status()},
       {"Heartbeat", coord.Heartbeat(task, 1).status()},
       {"AdvanceStep", coord.AdvanceStep(task, 1, 1).status()},
@@ -140,6 +143,9 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
   rpc::SaveReply save;
   rpc::RestoreReply restore;
   rpc::GetTableStatsReply stats;
+  rpc::SetSyncReplicasReply replicas;
+  rpc::CommitStepReply commit;
+  rpc::WaitForVersionReply version;
   rpc::JobState state;
   rpc::LookupRequest lookup_request;
   lookup_request.set_table("emb");
@@ -157,6 +163,9 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
       {"Save", call([&](auto* c) { return ps->Save(c, {}, &save); })},
       {"Restore", call([&](auto* c) { return ps->Restore(c, {}, &restore); })},
       {"GetTableStats", call([&](auto* c) { return ps->GetTableStats(c, {}, &stats); })},
+      {"SetSyncReplicas", call([&](auto* c) { return ps->SetSyncReplicas(c, {}, &replicas); })},
+      {"CommitStep", call([&](auto* c) { return ps->CommitStep(c, {}, &commit); })},
+      {"WaitForVersion", call([&](auto* c) { return ps->WaitForVersion(c, {}, &version); })},
       {"Register", call([&](auto* c) { return coord->Register(c, {}, &state); })},
       {"Heartbeat", call([&](auto* c) { return coord->Heartbeat(c, {}, &state); })},
       {"AdvanceStep", call([&](auto* c) { return coord->AdvanceStep(c, {}, &state); })},

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "absl/time/time.h"
+
 namespace shoal {
 
 // Default limit of one gRPC message, each direction.
@@ -14,5 +16,9 @@ inline constexpr int64_t kDefaultMaxMessageBytes = int64_t{64} << 20;  // 64 MiB
 // largest dim, large ones overflow gRPC's int sizes.
 inline constexpr int64_t kMinMaxMessageBytes = int64_t{16} << 10;  // 16 KiB
 inline constexpr int64_t kMaxMaxMessageBytes = int64_t{1} << 30;   // 1 GiB
+
+// The longest one WaitForVersion call blocks a server thread; a longer timeout is cut to this and
+// the caller, seeing DEADLINE_EXCEEDED, asks again (so the server notices callers that left).
+inline constexpr absl::Duration kMaxWaitForVersion = absl::Seconds(60);
 
 }  // namespace shoal

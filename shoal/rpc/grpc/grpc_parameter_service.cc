@@ -237,4 +237,45 @@ absl::StatusOr<std::vector<TableStats>> GrpcParameterService::GetTableStats() {
   return stats;
 }
 
+absl::Status GrpcParameterService::SetSyncReplicas(int replicas) {
+  rpc::SetSyncReplicasRequest request;
+  request.set_replicas(replicas);
+  rpc::SetSyncReplicasReply reply;
+  return Call(
+      *channel_, "SetSyncReplicas", channel_->options().call_deadline,
+      [&](grpc::ClientContext* ctx) { return stub_->stub->SetSyncReplicas(ctx, request, &reply); });
+}
+
+absl::Status GrpcParameterService::CommitStep(int64_t step) {
+  rpc::CommitStepRequest request;
+  request.set_step(step);
+  rpc::CommitStepReply reply;
+  return Call(
+      *channel_, "CommitStep", channel_->options().call_deadline,
+      [&](grpc::ClientContext* ctx) { return stub_->stub->CommitStep(ctx, request, &reply); });
+}
+
+absl::StatusOr<int64_t> GrpcParameterService::WaitForVersion(int64_t version,
+                                                             absl::Duration timeout) {
+  rpc::WaitForVersionRequest request;
+  request.set_version(version);
+  request.set_timeout_ms(absl::ToInt64Milliseconds(std::max(timeout, absl::ZeroDuration())));
+  rpc::WaitForVersionReply reply;
+  // The server answers by itself when the timeout has passed (timed_out); this deadline is for a
+  // server that does not answer at all.
+  const absl::Duration deadline =
+      std::min(timeout, kMaxWaitForVersion) + channel_->options().call_deadline;
+  RETURN_IF_ERROR(Call(*channel_, "WaitForVersion", deadline, [&](grpc::ClientContext* ctx) {
+    return stub_->stub->WaitForVersion(ctx, request, &reply);
+  }));
+  if (reply.version() < 0) {
+    return BadReply(*channel_, "WaitForVersion", absl::StrCat("version ", reply.version()));
+  }
+  if (reply.timed_out()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(channel_->peer_description(), ": WaitForVersion: ", reply.message()));
+  }
+  return reply.version();
+}
+
 }  // namespace shoal

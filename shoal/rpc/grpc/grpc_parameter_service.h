@@ -11,6 +11,9 @@
 //   A single dense variable (or table row) larger than the limit is RESOURCE_EXHAUSTED naming it
 //   and the limit: variables are not split into element ranges, because an update must see the
 //   whole gradient of a variable at once. Raise the limit (up to 1 GiB) for such a model.
+// WaitForVersion is one call whose deadline is its timeout plus call_deadline (the server gives
+// up first, with DEADLINE_EXCEEDED); the server caps one wait at kMaxWaitForVersion, so a longer
+// timeout may come back early with DEADLINE_EXCEEDED and the caller waits again.
 // A chunked push is not atomic: when call k fails, calls before k stay applied (as when a
 // worker dies between two pushes; the PS state stays valid). Unchunked calls are exactly one RPC.
 //
@@ -44,6 +47,10 @@ class GrpcParameterService final : public ParameterService {
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
                                      absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats() override;
+  [[nodiscard]] absl::Status SetSyncReplicas(int replicas) override;
+  [[nodiscard]] absl::Status CommitStep(int64_t step) override;
+  [[nodiscard]] absl::StatusOr<int64_t> WaitForVersion(int64_t version,
+                                                       absl::Duration timeout) override;
 
  private:
   struct Stub;  // the generated gRPC stub

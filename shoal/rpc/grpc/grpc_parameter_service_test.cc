@@ -95,6 +95,53 @@ TEST(GrpcParameterServiceTest, EveryMethodReachesTheImplementation) {
   EXPECT_EQ((*stats)[1].memory_bytes, 512);
 }
 
+TEST(GrpcParameterServiceTest, SyncMethodsRoundTrip) {
+  FakeParameterService fake;
+  Loopback lb = StartLoopback(&fake, nullptr);
+  ASSERT_NE(lb.channel, nullptr);
+  GrpcParameterService ps(lb.channel);
+
+  ASSERT_TRUE(ps.SetSyncReplicas(3).ok());
+  EXPECT_EQ(fake.replicas(), 3);
+  ASSERT_TRUE(ps.CommitStep(7).ok());
+  ASSERT_TRUE(ps.CommitStep(8).ok());
+  EXPECT_EQ(fake.commits(), (std::vector<int64_t>{7, 8}));
+
+  absl::StatusOr<int64_t> version = ps.WaitForVersion(40, absl::Seconds(5));
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, FakeParameterService::kFakeVersion);
+
+  // Running out of time is DEADLINE_EXCEEDED naming the peer, the version awaited and the one
+  // reached -- not gRPC's "no answer".
+  const absl::Time start = absl::Now();
+  absl::StatusOr<int64_t> late = ps.WaitForVersion(50, absl::Milliseconds(600));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(late.status().message(),
+              HasSubstr("ps:0 at " + lb.server->address() +
+                        ": WaitForVersion: version 50 not "
+                        "reached within 600ms: the shard is at version 41"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  // A zero timeout still answers a version already reached.
+  EXPECT_EQ(ps.WaitForVersion(40, absl::ZeroDuration()).value_or(-1), 41);
+}
+
+TEST(GrpcParameterServiceTest, WaitForVersionRefusesANegativeTimeout) {
+  FakeParameterService fake;
+  Loopback lb = StartLoopback(&fake, nullptr);
+  ASSERT_NE(lb.channel, nullptr);
+  // GrpcParameterService never sends one; a raw stub can. The handler checks it.
+  auto stub = rpc::ParameterService::NewStub(
+      grpc::CreateChannel(lb.server->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(rpc_internal::kSecretMetadataKey, kSecret);
+  rpc::WaitForVersionRequest request;
+  request.set_version(1);
+  request.set_timeout_ms(-5);
+  rpc::WaitForVersionReply reply;
+  EXPECT_EQ(stub->WaitForVersion(&ctx, request, &reply).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST(GrpcParameterServiceTest, ErrorsKeepTheirCodeAndNameThePeer) {
   FakeParameterService fake;
   Loopback lb = StartLoopback(&fake, nullptr);
@@ -151,6 +198,7 @@ TEST(GrpcParameterServiceTest, ConcurrentCallsOnOneChannel) {
   constexpr int kThreads = 8;
   constexpr int kCalls = 50;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   std::atomic<int> wrong{0};
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {

@@ -155,6 +155,34 @@ class FakeParameterService final : public ParameterService {
     ++calls_;
     return std::vector<TableStats>{{"emb", 17, 4096}, {"wide", 3, 512}};
   }
+  absl::Status SetSyncReplicas(int replicas) override {
+    MutexLock lock(&mu_);
+    ++calls_;
+    replicas_ = replicas;
+    return absl::OkStatus();
+  }
+  absl::Status CommitStep(int64_t step) override {
+    MutexLock lock(&mu_);
+    ++calls_;
+    commits_.push_back(step);
+    return absl::OkStatus();
+  }
+  // At version kFakeVersion for ever: a later version times out at once (no real wait).
+  absl::StatusOr<int64_t> WaitForVersion(int64_t version, absl::Duration timeout) override {
+    MutexLock lock(&mu_);
+    ++calls_;
+    if (version > kFakeVersion) return absl::DeadlineExceededError("not reached");
+    return kFakeVersion;
+  }
+  static constexpr int64_t kFakeVersion = 41;
+  int replicas() const {
+    MutexLock lock(&mu_);
+    return replicas_;
+  }
+  std::vector<int64_t> commits() const {
+    MutexLock lock(&mu_);
+    return commits_;
+  }
 
  private:
   mutable Mutex mu_;
@@ -165,6 +193,8 @@ class FakeParameterService final : public ParameterService {
   std::map<std::string, Tensor> dense_ ABSL_GUARDED_BY(mu_);
   std::vector<SparsePush> sparse_pushes_ ABSL_GUARDED_BY(mu_);
   std::vector<DensePush> dense_pushes_ ABSL_GUARDED_BY(mu_);
+  int replicas_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int64_t> commits_ ABSL_GUARDED_BY(mu_);
 };
 
 // Echoes its arguments in the JobState it returns and records every call. Thread-safe.

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "shoal/base/status.h"
 #include "shoal/embedding/hash_table.h"
 #include "shoal/rpc/grpc/chunking.h"
+#include "shoal/rpc/grpc/grpc_limits.h"
 #include "shoal/rpc/grpc/handlers.h"
 #include "shoal/rpc/grpc/proto_convert.h"
 #include "shoal/rpc/proto/parameter_service.grpc.pb.h"
@@ -68,6 +70,18 @@ class ParameterHandler final : public rpc::ParameterService::Service {
   grpc::Status GetTableStats(grpc::ServerContext* ctx, const rpc::GetTableStatsRequest* /*request*/,
                              rpc::GetTableStatsReply* reply) override {
     return gate_->Serve(*ctx, [&] { return DoGetTableStats(reply); });
+  }
+  grpc::Status SetSyncReplicas(grpc::ServerContext* ctx, const rpc::SetSyncReplicasRequest* request,
+                               rpc::SetSyncReplicasReply* /*reply*/) override {
+    return gate_->Serve(*ctx, [&] { return ps_->SetSyncReplicas(request->replicas()); });
+  }
+  grpc::Status CommitStep(grpc::ServerContext* ctx, const rpc::CommitStepRequest* request,
+                          rpc::CommitStepReply* /*reply*/) override {
+    return gate_->Serve(*ctx, [&] { return ps_->CommitStep(request->step()); });
+  }
+  grpc::Status WaitForVersion(grpc::ServerContext* ctx, const rpc::WaitForVersionRequest* request,
+                              rpc::WaitForVersionReply* reply) override {
+    return gate_->Serve(*ctx, [&] { return DoWaitForVersion(*ctx, *request, reply); });
   }
 
  private:
@@ -173,6 +187,40 @@ class ParameterHandler final : public rpc::ParameterService::Service {
   absl::Status DoGetTableStats(rpc::GetTableStatsReply* reply) {
     ASSIGN_OR_RETURN(std::vector<TableStats> stats, ps_->GetTableStats());
     for (const TableStats& s : stats) ToProto(s, reply->add_tables());
+    return absl::OkStatus();
+  }
+
+  // Waits in slices, so that a caller that went away (or a server shutting down, which cancels
+  // its calls) frees the thread within one slice.
+  absl::Status DoWaitForVersion(const grpc::ServerContext& ctx,
+                                const rpc::WaitForVersionRequest& request,
+                                rpc::WaitForVersionReply* reply) {
+    if (request.timeout_ms() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("WaitForVersion: timeout_ms must be >= 0, got ", request.timeout_ms()));
+    }
+    constexpr absl::Duration kSlice = absl::Milliseconds(250);
+    const absl::Duration timeout =
+        std::min(absl::Milliseconds(request.timeout_ms()), kMaxWaitForVersion);
+    absl::Duration left = timeout;
+    while (true) {
+      const absl::Duration slice = std::min(left, kSlice);
+      absl::StatusOr<int64_t> version = ps_->WaitForVersion(request.version(), slice);
+      if (version.ok()) {
+        reply->set_version(*version);
+        return absl::OkStatus();
+      }
+      if (!absl::IsDeadlineExceeded(version.status())) return version.status();
+      left -= slice;
+      if (left <= absl::ZeroDuration()) break;
+      if (ctx.IsCancelled()) return absl::CancelledError("WaitForVersion: the call was cancelled");
+    }
+    ASSIGN_OR_RETURN(const int64_t now, ps_->WaitForVersion(0, absl::ZeroDuration()));
+    reply->set_version(now);
+    reply->set_timed_out(true);
+    reply->set_message(absl::StrCat("version ", request.version(), " not reached within ",
+                                    absl::FormatDuration(timeout), ": the shard is at version ",
+                                    now, " (step ", now + 1, " still lacks commits)"));
     return absl::OkStatus();
   }
 
