@@ -16,6 +16,7 @@
 #include "shoal/base/logging.h"
 #include "shoal/base/mutex.h"
 #include "shoal/base/status.h"
+#include "shoal/checkpoint/checkpoint.h"
 #include "shoal/coordinator/coordinator.h"
 #include "shoal/data/task_source.h"
 #include "shoal/estimator/estimator.h"
@@ -386,6 +387,63 @@ absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
   return WaitForJobEnd(&coordinator, task, incarnation, options);
 }
 
+// The evaluator: evaluates every new checkpoint of model_dir (at most every eval.throttle_secs,
+// after eval.start_delay_secs) in its own process, with its own in-process copy of the model,
+// writing model_dir/eval (events, metrics.json) as the chief's evaluations do; evaluates the
+// final checkpoint once the job is done, then exits.
+absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
+  FileSystems& fs = DefaultFileSystems();
+  const TaskId task = options.cluster.task;
+  if (options.job.eval_input.files.empty()) {
+    return absl::InvalidArgumentError("evaluator: the config has no input.eval to evaluate on");
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
+                   Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
+  GrpcCoordinatorService coordinator(channel);
+  RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
+  ASSIGN_OR_RETURN(EstimatorConfig config,
+                   EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry()));
+  ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator, Estimator::Create(fs, std::move(config)));
+  const std::string& model_dir = options.job.run.model_dir;
+  ASSIGN_OR_RETURN(FileSystem * model_fs, fs.For(model_dir));
+  EvalOptions eval;
+  eval.steps = options.job.eval.steps;
+  const InputFn input =
+      InputFromConfig(fs, options.job.features, options.job.eval_input, "input.eval");
+  const absl::Time start = absl::Now();
+  absl::Time last_eval = absl::InfinitePast();
+  std::string evaluated;  // the last checkpoint evaluated
+  absl::Time last_ok = absl::Now();
+  while (true) {
+    absl::StatusOr<JobState> state = coordinator.Heartbeat(task, incarnation);
+    if (state.ok()) {
+      last_ok = absl::Now();
+    } else if (absl::Now() - last_ok > options.heartbeat_timeout) {
+      return absl::UnavailableError(
+          absl::StrCat("evaluator: lost the coordinator: ", state.status().message()));
+    }
+    const bool ended =
+        state.ok() && (state->phase == JobPhase::kDone || state->phase == JobPhase::kFailed);
+    absl::StatusOr<std::string> latest = LatestCheckpoint(*model_fs, model_dir);
+    const bool due = absl::Now() - start >= absl::Seconds(options.job.eval.start_delay_secs) &&
+                     absl::Now() - last_eval >= absl::Seconds(options.job.eval.throttle_secs);
+    if (latest.ok() && *latest != evaluated && (due || ended)) {
+      ASSIGN_OR_RETURN(EvalResult result, estimator->Evaluate(input, eval));
+      LOG(INFO) << "evaluator: " << result.checkpoint << " at global step " << result.global_step
+                << ": loss " << result.metrics["loss"];
+      evaluated = *latest;
+      last_eval = absl::Now();
+    }
+    if (ended) {
+      if (state->phase == JobPhase::kFailed) {
+        return absl::AbortedError(absl::StrCat("the job failed: ", state->message));
+      }
+      return absl::OkStatus();
+    }
+    absl::SleepFor(options.heartbeat_interval);
+  }
+}
+
 absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::ostream& out) {
   FileSystems& fs = DefaultFileSystems();
   const TaskId task = options.cluster.task;
@@ -448,7 +506,18 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
   }();
   coordinator.EndJob(status.ok(), status.message()).IgnoreError();
   // Let the other tasks see the end at their next heartbeat before the coordinator goes away.
-  absl::SleepFor(options.heartbeat_interval * 3);
+  // Let every other live task see the end at its next heartbeat before the coordinator goes
+  // away (an evaluator busy with an evaluation may take a while; a dead task is not waited for).
+  const absl::Time ended = absl::Now();
+  while (absl::Now() - ended < options.heartbeat_timeout) {
+    bool all_seen = true;
+    for (const TaskStatus& other : coordinator.Tasks()) {
+      if (other.task == task || !other.registered || !other.live) continue;
+      if (other.last_seen < ended) all_seen = false;
+    }
+    if (all_seen) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
   grpc->Stop(absl::Seconds(5));
   return status;
 }
@@ -472,9 +541,7 @@ absl::Status RunClusterMember(const MemberOptions& options, std::ostream& out) {
     case TaskRole::kChief:
       return RunChief(options, incarnation, out);
     case TaskRole::kEvaluator:
-      return absl::UnimplementedError(
-          "the evaluator role is not available yet: the chief evaluates every checkpoint it "
-          "takes and the final one; leave the evaluator out of TF_CONFIG");
+      return RunEvaluator(options, incarnation);
   }
   return absl::InvalidArgumentError("unknown task role");
 }

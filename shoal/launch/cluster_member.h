@@ -9,7 +9,8 @@
 //   worker     connects to the coordinator and every PS, waits for the model, trains its share of
 //              the input (static sharding of the input's tasks over chief + workers), reports done,
 //              exits when the job ends
-//   evaluator  not yet (the chief evaluates)
+//   evaluator  evaluates each new checkpoint in model_dir (throttled by eval.throttle_secs) with
+//              its own copy of the model, and the final one after the job ended; then exits
 //
 // Every connection retries with backoff until `connect_deadline` and then fails naming the task and
 // address it waited for; every call has a deadline. All traffic carries the job's secret.

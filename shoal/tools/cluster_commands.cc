@@ -63,6 +63,7 @@ absl::StatusOr<int> RunLaunchCommand(const LaunchCommandOptions& options) {
   LaunchOptions launch;
   launch.num_ps = options.num_ps;
   launch.num_workers = options.num_workers;
+  launch.evaluator = options.evaluator;
   launch.run_args.push_back(options.job.config);
   for (const std::string& o : options.job.overrides) {
     launch.run_args.push_back("--set");

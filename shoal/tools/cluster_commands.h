@@ -34,6 +34,7 @@ struct LaunchCommandOptions {
   JobCommandOptions job;
   int num_ps = 1;
   int num_workers = 1;
+  bool evaluator = false;
 };
 
 // The chief's exit code.

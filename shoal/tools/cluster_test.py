@@ -240,3 +240,19 @@ def test_launch_forwards_ctrl_c_and_everything_exits(tmp_path):
     # No process of the job is left.
     left = subprocess.run(["pgrep", "-f", str(tmp_path / "m")], capture_output=True, text=True)
     assert left.stdout.strip() == "", left.stdout
+
+
+def test_the_evaluator_evaluates_checkpoints_and_the_final_one(tmp_path):
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    out = run("launch", job.config, "--ps", "1", "--workers", "1", "--evaluator",
+              "--model-dir", str(tmp_path / "m"), "--set", "eval.throttle_secs=0")
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    evaluated = [line for line in out.stdout.splitlines()
+                 if line.startswith("[evaluator:0] ") and "evaluator: " in line]
+    assert evaluated, out.stdout[-3000:]
+    # Its last evaluation is the final checkpoint, with the chief's final metrics.
+    assert f"ckpt-{summary['global_step']} at global step {summary['global_step']}" in evaluated[-1]
+    metrics = json.loads((tmp_path / "m" / "eval" / "metrics.json").read_text())
+    assert metrics["global_step"] == summary["global_step"]
+    assert metrics["metrics"]["loss"] == pytest.approx(summary["metrics"]["loss"], abs=1e-6)

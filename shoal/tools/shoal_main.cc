@@ -237,6 +237,9 @@ void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOpti
       ->add_option("--workers", launch.num_workers, "Workers besides the chief (which trains too)")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
+  launch_cmd->add_flag("--evaluator", launch.evaluator,
+                       "Also start an evaluator: it evaluates each new checkpoint in its own "
+                       "process");
   launch_cmd->callback([&launch, &exit_code] {
     absl::StatusOr<int> code = RunLaunchCommand(launch);
     if (!code.ok()) {
