@@ -12,8 +12,12 @@
 //   BM_Push        one PushSparse per table (a gradient row per unique id) and one PushDense
 //   BM_Step        pull + push: all the parameter traffic of one step
 //   BM_LookupOneId a Lookup of one id in one table: the fixed cost of one call
-//   BM_PullAsOneCall what BM_Pull would cost if a step's sparse pull were one call per shard (not
-//                  the protocol yet): one Lookup of all the batch's ids (every table's, one after
+//   BM_PullMany    BM_Pull as the Estimator makes it now: one ParameterClient::LookupMany (every
+//                  table's ids and the dense variables; one call per shard, shards in parallel)
+//   BM_PushMany    BM_Push as one ParameterClient::PushMany
+//   BM_StepMany    BM_PullMany + BM_PushMany: all the parameter traffic of one step, batched
+//   BM_PullAsOneCall the stand-in that estimated BM_PullMany before it existed: one Lookup of all
+//   the batch's ids (every table's, one after
 //                  the other) in one embedding table, then PullDense; a little more data than the
 //                  real pull, since the wide table's rows have dim 1
 // Times are wall-clock per op (UseRealTime); the CPU column is the whole process's CPU time per
@@ -161,6 +165,7 @@ class Fixture {
     int64_t ids = 0;                        // unique ids over all tables
     int64_t floats = 0;                     // floats of their rows
     int64_t sparse_calls = 0;               // Lookups (or PushSparses) of one op
+    int64_t batched_calls = 0;              // LookupManys (or PushManys): shards with work
     std::vector<uint64_t> all_ids;          // every table's ids, concatenated
     std::vector<float> all_rows;            // their rows in the first embedding table
   };
@@ -221,6 +226,9 @@ class Fixture {
         batch.all_ids.insert(batch.all_ids.end(), t.ids.begin(), t.ids.end());
       }
       batch.all_rows.resize(batch.all_ids.size() * model.embedding_dim);
+      std::vector<bool> shard_used = dense_shard_used;
+      for (uint64_t id : batch.all_ids) shard_used[RowShard(id, num_shards)] = true;
+      for (bool used : shard_used) batch.batched_calls += used;
       batches_.push_back(std::move(batch));
     }
     for (const SparseBatch::Table& t : batches_[0].sparse.tables()) {
@@ -257,6 +265,27 @@ class Fixture {
     Check(client_->Lookup(embedding_table_, b.all_ids, LookupMode::kTrain, step_,
                           absl::MakeSpan(b.all_rows)));
     PullDense();
+  }
+  void PullMany() {
+    Batch& b = batches_[current_];
+    const std::vector<SparseBatch::Table>& tables = b.sparse.tables();
+    std::vector<TableLookup> lookups;
+    lookups.reserve(tables.size());
+    for (size_t i = 0; i < tables.size(); ++i) {
+      lookups.push_back({tables[i].name, tables[i].ids, absl::MakeSpan(b.rows[i])});
+    }
+    Check(client_->LookupMany(lookups, LookupMode::kTrain, step_, &dense_values_));
+  }
+  void PushMany() {
+    const Batch& b = batches_[current_];
+    const std::vector<SparseBatch::Table>& tables = b.sparse.tables();
+    std::vector<TablePush> pushes;
+    pushes.reserve(tables.size());
+    for (size_t i = 0; i < tables.size(); ++i) {
+      pushes.push_back({tables[i].name, tables[i].ids, b.grads[i]});
+    }
+    Check(client_->PushMany(dense_grads_, pushes, step_));
+    ++step_;
   }
   void LookupOneId() {
     Batch& b = batches_[current_];
@@ -346,6 +375,33 @@ void BM_Pull(benchmark::State& state) { RunOp(state, Op::kPull); }
 void BM_Push(benchmark::State& state) { RunOp(state, Op::kPush); }
 void BM_Step(benchmark::State& state) { RunOp(state, Op::kStep); }
 
+// One step's pull, push or both through the batched calls.
+void RunBatchedOp(benchmark::State& state, bool pull, bool push) {
+  Fixture& f = FixtureFor(state);
+  int64_t ids = 0, calls = 0, bytes = 0;
+  for (auto _ : state) {
+    f.NextBatch();
+    const Fixture::Batch& b = f.batch();
+    if (pull) f.PullMany();
+    if (push) f.PushMany();
+    const int64_t directions = (pull ? 1 : 0) + (push ? 1 : 0);
+    ids += b.ids;
+    calls += directions * b.batched_calls;
+    bytes += directions * (8 * b.ids + 4 * b.floats + 4 * f.dense_floats());
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["ids"] = static_cast<double>(ids) / n;
+  state.counters["ids_per_s"] =
+      benchmark::Counter(static_cast<double>(ids), benchmark::Counter::kIsRate);
+  state.counters["calls"] = static_cast<double>(calls) / n;
+  state.counters["payload_KB"] = static_cast<double>(bytes) / n / 1024;
+  state.SetLabel(Model(state.range(0)).name);
+}
+
+void BM_PullMany(benchmark::State& state) { RunBatchedOp(state, true, false); }
+void BM_PushMany(benchmark::State& state) { RunBatchedOp(state, false, true); }
+void BM_StepMany(benchmark::State& state) { RunBatchedOp(state, true, true); }
+
 void BM_PullAsOneCall(benchmark::State& state) {
   Fixture& f = FixtureFor(state);
   int64_t ids = 0;
@@ -379,6 +435,9 @@ BENCHMARK(BM_PullDense)->Apply(Configurations);
 BENCHMARK(BM_Pull)->Apply(Configurations);
 BENCHMARK(BM_Push)->Apply(Configurations);
 BENCHMARK(BM_Step)->Apply(Configurations);
+BENCHMARK(BM_PullMany)->Apply(Configurations);
+BENCHMARK(BM_PushMany)->Apply(Configurations);
+BENCHMARK(BM_StepMany)->Apply(Configurations);
 BENCHMARK(BM_PullAsOneCall)->Apply(Configurations);
 BENCHMARK(BM_LookupOneId)
     ->ArgNames({"model", "shards", "grpc"})

@@ -176,7 +176,23 @@ absl::Status ModelContext::BeginStep(const FeatureBatch& batch, Mode mode, int64
       bound_index_[spec.dense[i].name] = static_cast<int>(i);
     }
   }
-  RETURN_IF_ERROR(client->PullDense(&dense_values_));
+  // Every table of the spec that the batch has: the model of a recorded spec asks for all of
+  // them, and one call per shard is much cheaper than one per table (docs/benchmarks.md).
+  std::vector<TableLookup> lookups;
+  lookups.reserve(spec.tables.size());
+  for (const TableSpec& t : spec.tables) {
+    const int index = sparse_.FindTable(t.name);
+    if (index < 0) continue;
+    const std::vector<uint64_t>& ids = sparse_.tables()[index].ids;
+    TableState& state = tables_[t.name];
+    state.sparse_table = index;
+    state.values = Tensor(Shape{static_cast<int64_t>(ids.size()), t.dim});
+    lookups.push_back(
+        {t.name, ids,
+         absl::MakeSpan(state.values.data(), static_cast<size_t>(state.values.size()))});
+  }
+  RETURN_IF_ERROR(client->LookupMany(
+      lookups, training() ? LookupMode::kTrain : LookupMode::kInference, step, &dense_values_));
   dense_leaves_.assign(dense_values_.size(), nullptr);
   return absl::OkStatus();
 }
@@ -244,13 +260,6 @@ nn::Var ModelContext::TableRows(const std::string& table, int64_t dim, absl::str
     }
     return Placeholder(Shape{0, dim});
   }
-  auto found = tables_.find(table);
-  if (found != tables_.end()) return found->second.rows;
-  const int index = sparse_.FindTable(table);
-  if (index < 0) {
-    Fail(absl::InternalError(absl::StrCat("table '", table, "' missing from the batch")));
-    return Placeholder(Shape{0, dim});
-  }
   absl::StatusOr<int64_t> known_dim = client_->TableDim(table);
   if (!known_dim.ok() || *known_dim != dim) {
     Fail(absl::InvalidArgumentError(
@@ -258,19 +267,13 @@ nn::Var ModelContext::TableRows(const std::string& table, int64_t dim, absl::str
                      " when the model was first built; declare every table in every mode")));
     return Placeholder(Shape{0, dim});
   }
-  const std::vector<uint64_t>& ids = sparse_.tables()[index].ids;
-  Tensor rows(Shape{static_cast<int64_t>(ids.size()), dim});
-  const absl::Status looked_up =
-      client_->Lookup(table, ids, training() ? LookupMode::kTrain : LookupMode::kInference, step_,
-                      absl::MakeSpan(rows.data(), static_cast<size_t>(rows.size())));
-  if (!looked_up.ok()) {
-    Fail(looked_up);
+  auto found = tables_.find(table);
+  if (found == tables_.end()) {
+    Fail(absl::InternalError(absl::StrCat("table '", table, "' missing from the batch")));
     return Placeholder(Shape{0, dim});
   }
-  TableState state;
-  state.sparse_table = index;
-  state.rows = nn::Leaf(std::move(rows), training());
-  tables_[table] = state;
+  TableState& state = found->second;
+  if (state.rows == nullptr) state.rows = nn::Leaf(std::move(state.values), training());
   return state.rows;
 }
 
@@ -329,15 +332,14 @@ nn::Var ModelContext::Linear(absl::string_view feature, int64_t units, absl::str
 }
 
 absl::Status ModelContext::PushGradients(int64_t step) {
-  for (auto& [name, state] : tables_) {
+  std::vector<TablePush> pushes;
+  pushes.reserve(tables_.size());
+  for (const auto& [name, state] : tables_) {
     const nn::Var& rows = state.rows;
-    if (rows->grad.empty() || rows->value.dim(0) == 0) continue;
-    const std::vector<uint64_t>& ids = sparse_.tables()[state.sparse_table].ids;
-    RETURN_IF_ERROR_CTX(
-        client_->PushSparse(
-            name, ids,
-            absl::MakeConstSpan(rows->grad.data(), static_cast<size_t>(rows->grad.size())), step),
-        "pushing the gradients of table '", name, "'");
+    if (rows == nullptr || rows->grad.empty() || rows->value.dim(0) == 0) continue;
+    pushes.push_back(
+        {name, sparse_.tables()[state.sparse_table].ids,
+         absl::MakeConstSpan(rows->grad.data(), static_cast<size_t>(rows->grad.size()))});
   }
   std::vector<Tensor> grads(dense_leaves_.size());
   bool any = false;
@@ -346,7 +348,11 @@ absl::Status ModelContext::PushGradients(int64_t step) {
     grads[i] = std::move(dense_leaves_[i]->grad);
     any = true;
   }
-  if (any) RETURN_IF_ERROR_CTX(client_->PushDense(grads, step), "pushing dense gradients");
+  if (!any && pushes.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR_CTX(
+      client_->PushMany(any ? absl::MakeConstSpan(grads) : absl::Span<const Tensor>(), pushes,
+                        step),
+      "pushing the gradients of step ", step);
   return absl::OkStatus();
 }
 

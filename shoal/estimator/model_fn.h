@@ -124,11 +124,14 @@ class ModelContext {
   // The spec recorded since BeginRecording (groups, variables, tables in first-use order).
   ModelSpec RecordedSpec() const;
 
-  // Starts a step on `batch` in `mode`: pulls the dense variables through `client` (with
-  // `step` as the global step for lookups). Embedding rows are looked up lazily, once per table.
+  // Starts a step on `batch` in `mode`: pulls the dense variables and looks up the rows of every
+  // table of the client's spec that the batch has ids for, all in one ParameterClient::LookupMany
+  // (one call per shard; `step` is the global step for lookups, kTrain rows only in mode TRAIN).
+  // The model's Embedding/Linear calls then bind the prefetched rows.
   [[nodiscard]] absl::Status BeginStep(const FeatureBatch& batch, Mode mode, int64_t step,
                                        ParameterClient* client);
-  // After Backward(loss): pushes the dense and sparse gradients as update `step` (>= 1).
+  // After Backward(loss): pushes the dense and sparse gradients as update `step` (>= 1), all in
+  // one ParameterClient::PushMany.
   [[nodiscard]] absl::Status PushGradients(int64_t step);
   // Drops the step's graph and bound values (keeps buffers).
   void EndStep();
@@ -136,7 +139,8 @@ class ModelContext {
  private:
   struct TableState {
     int sparse_table = -1;  // index into sparse_.tables()
-    nn::Var rows;           // [U, dim] leaf
+    Tensor values;          // [U, dim] as looked up, until the model asks for the table
+    nn::Var rows;           // [U, dim] leaf once the model asked for it, else null
   };
   nn::Var Placeholder(const Shape& shape);
   absl::StatusOr<int> FindFeature(absl::string_view feature) const;
@@ -167,9 +171,8 @@ class ModelContext {
   std::vector<nn::Var> dense_leaves_;  // bound this step, or null
   absl::flat_hash_map<std::string, int> bound_index_;  // name -> index in client spec
   SparseBatch sparse_;
-  absl::flat_hash_map<std::string, TableState> tables_;  // looked up this step
+  absl::flat_hash_map<std::string, TableState> tables_;  // looked up at BeginStep
   nn::Var dense_input_;
-  std::vector<float> lookup_buffer_;
 };
 
 using ModelFn = std::function<absl::StatusOr<EstimatorSpec>(

@@ -186,6 +186,115 @@ TEST_P(GrpcRoundTripTest, EveryMethodMatchesTheDirectCall) {
   });
 }
 
+// LookupMany / PushMany over gRPC (one call, or packed into several under the small limit) give
+// what the direct batched calls give, and those give what the single calls give, bit for bit, in
+// asynchronous and in synchronous mode.
+TEST_P(GrpcRoundTripTest, BatchedCallsMatchTheDirectCallAndTheSingleCalls) {
+  ParameterServer single(fs_, 0, 1);
+  ASSERT_TRUE(single.Initialize(spec_).ok());
+  Both([&](ParameterService& ps) { return ps.Initialize(spec_); });
+
+  // Every dense variable and every table, emb/C1 twice (a table may repeat in a lookup).
+  std::vector<std::string> tables;
+  for (const TableSpec& t : spec_.tables) tables.push_back(t.name);
+  tables.push_back(spec_.tables[0].name);
+  const auto lookup_all = [&](ParameterService& ps, LookupMode mode, int64_t step,
+                              std::vector<Tensor>* dense, std::vector<std::vector<float>>* rows) {
+    rows->assign(tables.size(), {});
+    std::vector<TableLookup> lookups;
+    for (size_t i = 0; i < tables.size(); ++i) {
+      (*rows)[i].resize(ids_.size() * spec_.tables[i % spec_.tables.size()].dim);
+      lookups.push_back({tables[i], ids_, absl::MakeSpan((*rows)[i])});
+    }
+    return ps.LookupMany(names_, dense, lookups, mode, step);
+  };
+  const auto expect_same_pull = [&](LookupMode mode, int64_t step) {
+    std::vector<Tensor> d_dense, r_dense;
+    std::vector<std::vector<float>> d_rows, r_rows;
+    ASSERT_TRUE(lookup_all(*direct_, mode, step, &d_dense, &d_rows).ok());
+    const absl::Status remote = lookup_all(*remote_, mode, step, &r_dense, &r_rows);
+    ASSERT_TRUE(remote.ok()) << remote;
+    ASSERT_EQ(r_dense.size(), names_.size());
+    for (size_t i = 0; i < names_.size(); ++i) {
+      EXPECT_TRUE(SameTensor(d_dense[i], r_dense[i])) << names_[i];
+      EXPECT_TRUE(SameTensor(d_dense[i], Pull(single, {names_[i]})[0])) << names_[i];
+    }
+    EXPECT_EQ(d_rows, r_rows);
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const TableSpec& t = spec_.tables[i % spec_.tables.size()];
+      EXPECT_EQ(d_rows[i], Rows(single, t.name, ids_, t.dim, mode, step)) << t.name;
+    }
+  };
+  expect_same_pull(LookupMode::kTrain, 0);
+
+  // One push of everything, as PushMany and as the single calls.
+  const auto push_all = [&](int64_t step, int seed) {
+    std::vector<Tensor> grads;
+    for (const DenseVariableSpec& v : spec_.dense) grads.push_back(SomeGradTensor(v.shape, seed));
+    std::vector<std::vector<float>> sparse;
+    std::vector<TablePush> pushes;
+    for (const TableSpec& t : spec_.tables) sparse.push_back(SomeGrads(ids_.size() * t.dim, seed));
+    for (size_t i = 0; i < spec_.tables.size(); ++i) {
+      pushes.push_back({spec_.tables[i].name, ids_, sparse[i]});
+    }
+    Both([&](ParameterService& ps) { return ps.PushMany(names_, grads, pushes, step); });
+    ASSERT_TRUE(single.PushDense(names_, grads, step).ok());
+    for (const TablePush& p : pushes) {
+      ASSERT_TRUE(single.PushSparse(p.table, p.ids, p.grads, step).ok());
+    }
+  };
+  push_all(1, 1);
+  expect_same_pull(LookupMode::kInference, 1);
+
+  // Synchronous, one replica: accumulated, then applied by the commit.
+  Both([&](ParameterService& ps) { return ps.SetSyncReplicas(1); });
+  ASSERT_TRUE(single.SetSyncReplicas(1).ok());
+  push_all(1, 2);
+  Both([&](ParameterService& ps) { return ps.CommitStep(1); });
+  ASSERT_TRUE(single.CommitStep(1).ok());
+  expect_same_pull(LookupMode::kInference, 1);
+  Both([&](ParameterService& ps) { return ps.SetSyncReplicas(0); });
+
+  // Invalid batches, small enough for one message under either limit (a push split into
+  // several calls is not atomic): the same codes, and nothing applied (the pull still matches
+  // `single`).
+  std::vector<std::string> small_names;
+  std::vector<Tensor> grads;
+  for (const DenseVariableSpec& v : spec_.dense) {
+    if (v.name.starts_with("big/")) continue;
+    small_names.push_back(v.name);
+    grads.push_back(SomeGradTensor(v.shape, 3));
+  }
+  const std::vector<uint64_t> few(ids_.begin(), ids_.begin() + 100);
+  const std::vector<float> sparse = SomeGrads(few.size() * spec_.tables[0].dim, 3);
+  std::vector<uint64_t> repeated = few;
+  repeated.back() = repeated.front();
+  const std::string& c1 = spec_.tables[0].name;
+  const std::vector<std::pair<std::string, std::vector<TablePush>>> bad = {
+      {"repeated ids", {{c1, repeated, sparse}}},
+      {"unknown table", {{c1, few, sparse}, {"no/such/table", few, sparse}}},
+      {"table twice", {{c1, few, sparse}, {c1, few, sparse}}},
+      {"short grads", {{c1, few, absl::MakeConstSpan(sparse).subspan(8)}}},
+  };
+  for (const auto& [what, pushes] : bad) {
+    SCOPED_TRACE(what);
+    const std::vector<TablePush>& batch = pushes;  // clang < 16 cannot capture a binding
+    Both([&](ParameterService& ps) {
+      absl::Status s = ps.PushMany(small_names, grads, batch, 2);
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+      return s;
+    });
+  }
+  Both([&](ParameterService& ps) { return ps.PushMany(small_names, grads, {}, 0); });  // step 0
+  Both([&](ParameterService& ps) {
+    std::vector<Tensor> dense;
+    std::vector<float> row(8);
+    const TableLookup lookups[] = {{"no/such/table", {&ids_[0], 1}, absl::MakeSpan(row)}};
+    return ps.LookupMany(names_, &dense, lookups, LookupMode::kTrain, 3);
+  });
+  expect_same_pull(LookupMode::kInference, 2);
+}
+
 TEST_P(GrpcRoundTripTest, SaveAndRestoreMatchTheDirectCall) {
   FileSystem* local = fs_.For(root_.string()).value();
   Both([&](ParameterService& ps) { return ps.Initialize(spec_); });

@@ -237,44 +237,71 @@ absl::Status ParameterServer::PullDense(absl::Span<const std::string> names,
   return absl::OkStatus();
 }
 
-absl::Status ParameterServer::PushDense(absl::Span<const std::string> names,
-                                        absl::Span<const Tensor> grads, int64_t step) {
+absl::StatusOr<std::vector<ParameterServer::DenseVar*>> ParameterServer::CheckDensePush(
+    const State& state, absl::Span<const std::string> names, absl::Span<const Tensor> grads) const {
   if (names.size() != grads.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("PushDense: ", names.size(), " names but ", grads.size(), " gradients"));
+        absl::StrCat(names.size(), " dense names but ", grads.size(), " gradients"));
   }
+  std::vector<DenseVar*> vars;
+  vars.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    ASSIGN_OR_RETURN(DenseVar * var, FindDense(state, names[i]));
+    if (grads[i].shape() != var->spec->shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gradient of '", names[i], "' has shape ", ShapeToString(grads[i].shape()),
+                       ", the variable ", ShapeToString(var->spec->shape)));
+    }
+    for (const DenseVar* earlier : vars) {
+      if (earlier == var) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("variable '", names[i], "' is pushed twice"));
+      }
+    }
+    vars.push_back(var);
+  }
+  return vars;
+}
+
+absl::StatusOr<ParameterServer::Table*> ParameterServer::CheckRows(State& state,
+                                                                   absl::string_view table,
+                                                                   absl::Span<const uint64_t> ids,
+                                                                   size_t floats,
+                                                                   absl::string_view what) const {
+  ASSIGN_OR_RETURN(Table * t, FindTable(state, table));
+  if (floats != ids.size() * static_cast<size_t>(t->spec->dim)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", table, "': ", ids.size(), " ids of dim ", t->spec->dim, " need ",
+                     ids.size() * t->spec->dim, " ", what, ", got ", floats));
+  }
+  RETURN_IF_ERROR(CheckOwned(table, ids));
+  return t;
+}
+
+void ParameterServer::ApplyDense(absl::Span<DenseVar* const> vars, absl::Span<const Tensor> grads,
+                                 int64_t step) {
+  for (size_t i = 0; i < vars.size(); ++i) {
+    DenseVar& var = *vars[i];
+    MutexLock var_lock(&var.mu);
+    var.optimizer->Apply(var.value.span(), grads[i].span(), absl::MakeSpan(var.slots), step);
+  }
+}
+
+absl::Status ParameterServer::PushDense(absl::Span<const std::string> names,
+                                        absl::Span<const Tensor> grads, int64_t step) {
   if (step < 1) {
     return absl::InvalidArgumentError(absl::StrCat("PushDense: step must be >= 1, got ", step));
   }
   ReaderMutexLock lock(&mu_);
   if (state_ == nullptr) return Uninitialized();
   // Everything is checked before anything is applied.
-  std::vector<DenseVar*> vars;
-  vars.reserve(names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    ASSIGN_OR_RETURN(DenseVar * var, FindDense(*state_, names[i]), "PushDense");
-    if (grads[i].shape() != var->spec->shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "PushDense: gradient of '", names[i], "' has shape ", ShapeToString(grads[i].shape()),
-          ", the variable ", ShapeToString(var->spec->shape)));
-    }
-    for (const DenseVar* earlier : vars) {
-      if (earlier == var) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("PushDense: variable '", names[i], "' is pushed twice"));
-      }
-    }
-    vars.push_back(var);
-  }
+  ASSIGN_OR_RETURN(const std::vector<DenseVar*> vars, CheckDensePush(*state_, names, grads),
+                   "PushDense");
   if (sync_.load(std::memory_order_acquire)) {
     MutexLock sync_lock(&sync_mu_);
     if (replicas_ > 0) return AccumulateDense(vars, grads, step);
   }
-  for (size_t i = 0; i < vars.size(); ++i) {
-    DenseVar& var = *vars[i];
-    MutexLock var_lock(&var.mu);
-    var.optimizer->Apply(var.value.span(), grads[i].span(), absl::MakeSpan(var.slots), step);
-  }
+  ApplyDense(vars, grads, step);
   return absl::OkStatus();
 }
 
@@ -285,13 +312,8 @@ absl::Status ParameterServer::Lookup(absl::string_view table, absl::Span<const u
   }
   ReaderMutexLock lock(&mu_);
   if (state_ == nullptr) return Uninitialized();
-  ASSIGN_OR_RETURN(Table * t, FindTable(*state_, table), "Lookup");
-  if (out.size() != ids.size() * static_cast<size_t>(t->spec->dim)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Lookup of table '", table, "': ", ids.size(), " ids of dim ", t->spec->dim,
-                     " need ", ids.size() * t->spec->dim, " floats, out has ", out.size()));
-  }
-  RETURN_IF_ERROR_CTX(CheckOwned(table, ids), "Lookup");
+  ASSIGN_OR_RETURN(Table * t, CheckRows(*state_, table, ids, out.size(), "output floats"),
+                   "Lookup");
   RETURN_IF_ERROR_CTX(t->table->Lookup(ids, out, mode, step), "Lookup of table '", table, "'");
   return absl::OkStatus();
 }
@@ -303,13 +325,8 @@ absl::Status ParameterServer::PushSparse(absl::string_view table, absl::Span<con
   }
   ReaderMutexLock lock(&mu_);
   if (state_ == nullptr) return Uninitialized();
-  ASSIGN_OR_RETURN(Table * t, FindTable(*state_, table), "PushSparse");
-  if (grads.size() != ids.size() * static_cast<size_t>(t->spec->dim)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PushSparse to table '", table, "': ", ids.size(), " ids of dim ", t->spec->dim, " need ",
-        ids.size() * t->spec->dim, " gradient floats, got ", grads.size()));
-  }
-  RETURN_IF_ERROR_CTX(CheckOwned(table, ids), "PushSparse");
+  ASSIGN_OR_RETURN(Table * t, CheckRows(*state_, table, ids, grads.size(), "gradient floats"),
+                   "PushSparse");
   if (sync_.load(std::memory_order_acquire)) {
     MutexLock sync_lock(&sync_mu_);
     if (replicas_ > 0) {
@@ -321,6 +338,94 @@ absl::Status ParameterServer::PushSparse(absl::string_view table, absl::Span<con
   // The table rejects repeated ids before changing anything.
   RETURN_IF_ERROR_CTX(t->table->ApplyGradients(ids, grads, *t->optimizer, step),
                       "PushSparse to table '", table, "'");
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::LookupMany(absl::Span<const std::string> dense_names,
+                                         std::vector<Tensor>* dense_values,
+                                         absl::Span<const TableLookup> tables, LookupMode mode,
+                                         int64_t step) {
+  if (step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("LookupMany: step must be >= 0, got ", step));
+  }
+  ReaderMutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  // Everything is checked before any row is looked up (a kTrain lookup counts and creates rows).
+  std::vector<DenseVar*> vars;
+  vars.reserve(dense_names.size());
+  for (const std::string& name : dense_names) {
+    ASSIGN_OR_RETURN(DenseVar * var, FindDense(*state_, name), "LookupMany");
+    vars.push_back(var);
+  }
+  std::vector<Table*> found(tables.size());
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TableLookup& t = tables[i];
+    ASSIGN_OR_RETURN(found[i], CheckRows(*state_, t.table, t.ids, t.out.size(), "output floats"),
+                     "LookupMany");
+  }
+  dense_values->resize(vars.size());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    ReaderMutexLock var_lock(&vars[i]->mu);
+    (*dense_values)[i] = vars[i]->value;
+  }
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TableLookup& t = tables[i];
+    RETURN_IF_ERROR_CTX(found[i]->table->Lookup(t.ids, t.out, mode, step), "LookupMany of table '",
+                        t.table, "'");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::PushMany(absl::Span<const std::string> dense_names,
+                                       absl::Span<const Tensor> dense_grads,
+                                       absl::Span<const TablePush> tables, int64_t step) {
+  if (step < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("PushMany: step must be >= 1, got ", step));
+  }
+  ReaderMutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  // Everything is checked before anything is applied: the dense part as PushDense checks it, each
+  // table as PushSparse does, and repeated ids up front (a table checks them only when applying,
+  // which would be too late for the tables before it).
+  ASSIGN_OR_RETURN(const std::vector<DenseVar*> vars,
+                   CheckDensePush(*state_, dense_names, dense_grads), "PushMany");
+  std::vector<Table*> found(tables.size());
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TablePush& t = tables[i];
+    ASSIGN_OR_RETURN(found[i],
+                     CheckRows(*state_, t.table, t.ids, t.grads.size(), "gradient floats"),
+                     "PushMany");
+    if (std::find(found.begin(), found.begin() + static_cast<ptrdiff_t>(i), found[i]) !=
+        found.begin() + static_cast<ptrdiff_t>(i)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PushMany: table '", t.table, "' is pushed twice"));
+    }
+    if (HasRepeats(t.ids)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PushMany to table '", t.table, "': ids must be unique"));
+    }
+  }
+  if (sync_.load(std::memory_order_acquire)) {
+    MutexLock sync_lock(&sync_mu_);
+    if (replicas_ > 0) {
+      // The same accumulation as the single calls (one push counted per part), under one hold of
+      // the sync lock, so that no version completes between the parts. A step ahead of the
+      // version fails on the first part, before anything is accumulated.
+      RETURN_IF_ERROR(IsPendingStep(step, "PushMany").status());
+      if (!vars.empty()) RETURN_IF_ERROR(AccumulateDense(vars, dense_grads, step));
+      for (size_t i = 0; i < tables.size(); ++i) {
+        RETURN_IF_ERROR_CTX(AccumulateSparse(*found[i], tables[i].ids, tables[i].grads, step),
+                            "PushMany to table '", tables[i].table, "'");
+      }
+      return absl::OkStatus();
+    }
+  }
+  ApplyDense(vars, dense_grads, step);
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TablePush& t = tables[i];
+    RETURN_IF_ERROR_CTX(found[i]->table->ApplyGradients(t.ids, t.grads, *found[i]->optimizer, step),
+                        "PushMany to table '", t.table, "'");
+  }
   return absl::OkStatus();
 }
 

@@ -93,6 +93,13 @@ class ParameterServer final : public ParameterService {
                                     LookupMode mode, int64_t step, absl::Span<float> out) override;
   [[nodiscard]] absl::Status PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
                                         absl::Span<const float> grads, int64_t step) override;
+  [[nodiscard]] absl::Status LookupMany(absl::Span<const std::string> dense_names,
+                                        std::vector<Tensor>* dense_values,
+                                        absl::Span<const TableLookup> tables, LookupMode mode,
+                                        int64_t step) override;
+  [[nodiscard]] absl::Status PushMany(absl::Span<const std::string> dense_names,
+                                      absl::Span<const Tensor> dense_grads,
+                                      absl::Span<const TablePush> tables, int64_t step) override;
   [[nodiscard]] absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
                                      absl::string_view checkpoint_dir) override;
@@ -117,6 +124,18 @@ class ParameterServer final : public ParameterService {
   absl::StatusOr<DenseVar*> FindDense(const State& state, const std::string& name) const;
   absl::StatusOr<Table*> FindTable(State& state, absl::string_view name) const;
   absl::Status CheckOwned(absl::string_view table, absl::Span<const uint64_t> ids) const;
+  // The variables of a dense push: known, owned, each once, gradients of their shapes.
+  absl::StatusOr<std::vector<DenseVar*>> CheckDensePush(const State& state,
+                                                        absl::Span<const std::string> names,
+                                                        absl::Span<const Tensor> grads) const;
+  // The table of a lookup or sparse push of `ids` (owned by this shard) with `floats` values
+  // (`what` names them in the error).
+  absl::StatusOr<Table*> CheckRows(State& state, absl::string_view table,
+                                   absl::Span<const uint64_t> ids, size_t floats,
+                                   absl::string_view what) const;
+  // Applies checked dense gradients (asynchronous mode, or not in sync mode).
+  static void ApplyDense(absl::Span<DenseVar* const> vars, absl::Span<const Tensor> grads,
+                         int64_t step);
   absl::Status Uninitialized() const;
 
   // Sync mode: whether a push or commit for `step` belongs to the pending version (true), is

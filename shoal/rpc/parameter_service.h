@@ -55,6 +55,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "shoal/base/status.h"
 #include "shoal/checkpoint/manifest.h"
 #include "shoal/embedding/hash_table.h"
 #include "shoal/embedding/row_initializer.h"
@@ -151,6 +152,22 @@ struct TableStats {
   int64_t memory_bytes = 0;
 };
 
+// One table's part of a batched lookup (ParameterService::LookupMany): the rows of `ids` into
+// `out` (ids.size() x the table's dim). Views; the caller owns the memory.
+struct TableLookup {
+  absl::string_view table;
+  absl::Span<const uint64_t> ids;
+  absl::Span<float> out;
+};
+
+// One table's part of a batched push (ParameterService::PushMany): `grads` is ids.size() x dim,
+// ids unique. Views; the caller owns the memory.
+struct TablePush {
+  absl::string_view table;
+  absl::Span<const uint64_t> ids;
+  absl::Span<const float> grads;
+};
+
 class ParameterService {
  public:
   virtual ~ParameterService() = default;
@@ -178,6 +195,33 @@ class ParameterService {
   [[nodiscard]] virtual absl::Status PushSparse(absl::string_view table,
                                                 absl::Span<const uint64_t> ids,
                                                 absl::Span<const float> grads, int64_t step) = 0;
+
+  // A training step's whole pull from this shard in one call: PullDense(dense_names,
+  // dense_values) and Lookup(t.table, t.ids, mode, step, t.out) for every t of `tables`, with the
+  // same results, errors and side effects (kTrain counts and creates rows). A table may appear
+  // more than once. Everything is validated before any row is looked up.
+  [[nodiscard]] virtual absl::Status LookupMany(absl::Span<const std::string> dense_names,
+                                                std::vector<Tensor>* dense_values,
+                                                absl::Span<const TableLookup> tables,
+                                                LookupMode mode, int64_t step) {
+    RETURN_IF_ERROR(PullDense(dense_names, dense_values));
+    for (const TableLookup& t : tables) {
+      RETURN_IF_ERROR(Lookup(t.table, t.ids, mode, step, t.out));
+    }
+    return absl::OkStatus();
+  }
+  // A training step's whole push to this shard in one call: PushDense(dense_names, dense_grads,
+  // step) (skipped when dense_names is empty) and PushSparse(t.table, t.ids, t.grads, step) for
+  // every t of `tables` (each table at most once), applied -- or, in sync mode, accumulated for
+  // the version -- exactly as those calls do. Implementations validate everything before
+  // anything is applied; this default (for test doubles) makes the single calls in order.
+  [[nodiscard]] virtual absl::Status PushMany(absl::Span<const std::string> dense_names,
+                                              absl::Span<const Tensor> dense_grads,
+                                              absl::Span<const TablePush> tables, int64_t step) {
+    if (!dense_names.empty()) RETURN_IF_ERROR(PushDense(dense_names, dense_grads, step));
+    for (const TablePush& t : tables) RETURN_IF_ERROR(PushSparse(t.table, t.ids, t.grads, step));
+    return absl::OkStatus();
+  }
 
   // Writes this shard's variables and tables (values and optimizer slots) as shard file
   // `shard` of `num_shards` into `checkpoint_dir` (checkpoint/shard_writer.h). Updates wait while

@@ -61,26 +61,33 @@ ParameterClient::ParameterClient(std::vector<ParameterService*> shards)
   for (ParameterService* s : shards_) CHECK(s != nullptr);
 }
 
+void ParameterClient::SetSpec(const ModelSpec& spec) {
+  spec_ = spec;
+  dense_shard_ = DensePlacement(spec_, num_shards());
+  shard_dense_.assign(shards_.size(), {});
+  shard_dense_index_.assign(shards_.size(), {});
+  for (size_t i = 0; i < spec_.dense.size(); ++i) {
+    shard_dense_[dense_shard_[i]].push_back(spec_.dense[i].name);
+    shard_dense_index_[dense_shard_[i]].push_back(i);
+  }
+  dims_.clear();
+  for (const TableSpec& t : spec_.tables) dims_[t.name] = t.dim;
+}
+
 absl::Status ParameterClient::Initialize(const ModelSpec& spec) {
   RETURN_IF_ERROR(ValidateModelSpec(spec));
   for (int k = 0; k < num_shards(); ++k) {
     RETURN_IF_ERROR_CTX(shards_[k]->Initialize(spec), "initializing shard ", k, " of ",
                         num_shards());
   }
-  spec_ = spec;
-  dense_shard_ = DensePlacement(spec_, num_shards());
-  dims_.clear();
-  for (const TableSpec& t : spec_.tables) dims_[t.name] = t.dim;
+  SetSpec(spec);
   initialized_ = true;
   return absl::OkStatus();
 }
 
 absl::Status ParameterClient::Attach(const ModelSpec& spec) {
   RETURN_IF_ERROR(ValidateModelSpec(spec));
-  spec_ = spec;
-  dense_shard_ = DensePlacement(spec_, num_shards());
-  dims_.clear();
-  for (const TableSpec& t : spec_.tables) dims_[t.name] = t.dim;
+  SetSpec(spec);
   initialized_ = true;
   return absl::OkStatus();
 }
@@ -91,10 +98,7 @@ absl::Status ParameterClient::Restore(const ModelSpec& spec, absl::string_view c
   initialized_ = false;
   RETURN_IF_ERROR(ForEachShard(num_shards(), "restoring",
                                [&](int k) { return shards_[k]->Restore(spec, checkpoint_dir); }));
-  spec_ = spec;
-  dense_shard_ = DensePlacement(spec_, num_shards());
-  dims_.clear();
-  for (const TableSpec& t : spec_.tables) dims_[t.name] = t.dim;
+  SetSpec(spec);
   initialized_ = true;
   return absl::OkStatus();
 }
@@ -239,6 +243,183 @@ absl::Status ParameterClient::PushSparse(absl::string_view table, absl::Span<con
                         "PushSparse to shard ", k, " of ", num_shards());
   }
   return absl::OkStatus();
+}
+
+absl::Status ParameterClient::LookupMany(absl::Span<const TableLookup> tables, LookupMode mode,
+                                         int64_t step, std::vector<Tensor>* dense_values) {
+  if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
+  std::vector<size_t> dims(tables.size());
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TableLookup& t = tables[i];
+    ASSIGN_OR_RETURN(const int64_t dim, TableDim(t.table), "LookupMany");
+    dims[i] = static_cast<size_t>(dim);
+    if (t.out.size() != t.ids.size() * dims[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LookupMany of table '", t.table, "': ", t.ids.size(), " ids of dim ", dim,
+                       " need ", t.ids.size() * dims[i], " floats, out has ", t.out.size()));
+    }
+  }
+  if (dense_values != nullptr) dense_values->resize(spec_.dense.size());
+  const absl::Span<const std::string> no_names;
+  if (num_shards() == 1) {
+    std::vector<Tensor> pulled;
+    RETURN_IF_ERROR_CTX(shards_[0]->LookupMany(dense_values != nullptr ? shard_dense_[0] : no_names,
+                                               dense_values != nullptr ? dense_values : &pulled,
+                                               tables, mode, step),
+                        "LookupMany from shard 0 of 1");
+    if (dense_values != nullptr && dense_values->size() != spec_.dense.size()) {
+      return absl::InternalError(absl::StrCat("LookupMany: shard 0 returned ", dense_values->size(),
+                                              " values for ", spec_.dense.size(), " variables"));
+    }
+    return absl::OkStatus();
+  }
+  // Per shard: its ids of every table, where each goes in the caller's output, and row buffers.
+  struct ShardPart {
+    std::vector<std::vector<uint64_t>> ids;  // per tables[i]
+    std::vector<std::vector<size_t>> where;  // per tables[i]: index in tables[i].ids
+    std::vector<std::vector<float>> rows;    // per tables[i]
+    std::vector<TableLookup> lookups;
+    std::vector<Tensor> dense;
+  };
+  std::vector<ShardPart> parts(shards_.size());
+  for (ShardPart& p : parts) {
+    p.ids.resize(tables.size());
+    p.where.resize(tables.size());
+    p.rows.resize(tables.size());
+  }
+  for (size_t i = 0; i < tables.size(); ++i) {
+    for (size_t j = 0; j < tables[i].ids.size(); ++j) {
+      const int k = RowShard(tables[i].ids[j], num_shards());
+      parts[k].ids[i].push_back(tables[i].ids[j]);
+      parts[k].where[i].push_back(j);
+    }
+  }
+  for (ShardPart& p : parts) {
+    for (size_t i = 0; i < tables.size(); ++i) {
+      if (p.ids[i].empty()) continue;
+      p.rows[i].resize(p.ids[i].size() * dims[i]);
+      p.lookups.push_back({tables[i].table, p.ids[i], absl::MakeSpan(p.rows[i])});
+    }
+  }
+  RETURN_IF_ERROR(ForEachShard(num_shards(), "LookupMany from", [&](int k) -> absl::Status {
+    ShardPart& p = parts[k];
+    const absl::Span<const std::string> names =
+        dense_values != nullptr ? absl::MakeConstSpan(shard_dense_[k]) : no_names;
+    if (names.empty() && p.lookups.empty()) return absl::OkStatus();
+    RETURN_IF_ERROR(shards_[k]->LookupMany(names, &p.dense, p.lookups, mode, step));
+    if (p.dense.size() != names.size()) {
+      return absl::InternalError(
+          absl::StrCat("LookupMany: ", p.dense.size(), " values for ", names.size(), " variables"));
+    }
+    return absl::OkStatus();
+  }));
+  for (int k = 0; k < num_shards(); ++k) {
+    ShardPart& p = parts[k];
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const size_t d = dims[i];
+      for (size_t j = 0; j < p.where[i].size(); ++j) {
+        std::copy_n(p.rows[i].begin() + j * d, d, tables[i].out.begin() + p.where[i][j] * d);
+      }
+    }
+    if (dense_values == nullptr) continue;
+    for (size_t j = 0; j < p.dense.size(); ++j) {
+      (*dense_values)[shard_dense_index_[k][j]] = std::move(p.dense[j]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterClient::PushMany(absl::Span<const Tensor> dense_grads,
+                                       absl::Span<const TablePush> tables, int64_t step) {
+  if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
+  if (!dense_grads.empty() && dense_grads.size() != spec_.dense.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("PushMany: ", dense_grads.size(),
+                                                   " gradients for ", spec_.dense.size(),
+                                                   " dense variables"));
+  }
+  if (step < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("PushMany: step must be >= 1, got ", step));
+  }
+  // Everything is checked here, so that no shard applies anything when one part is bad.
+  for (size_t i = 0; i < dense_grads.size(); ++i) {
+    if (!dense_grads[i].empty() && dense_grads[i].shape() != spec_.dense[i].shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PushMany: gradient of '", spec_.dense[i].name, "' has shape ",
+                       ShapeToString(dense_grads[i].shape()), ", the variable ",
+                       ShapeToString(spec_.dense[i].shape)));
+    }
+  }
+  std::vector<size_t> dims(tables.size());
+  absl::flat_hash_set<absl::string_view> seen_tables;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TablePush& t = tables[i];
+    ASSIGN_OR_RETURN(const int64_t dim, TableDim(t.table), "PushMany");
+    dims[i] = static_cast<size_t>(dim);
+    if (t.grads.size() != t.ids.size() * dims[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PushMany to table '", t.table, "': ", t.ids.size(), " ids of dim ", dim,
+                       " need ", t.ids.size() * dims[i], " gradient floats, got ", t.grads.size()));
+    }
+    if (!seen_tables.insert(t.table).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PushMany: table '", t.table, "' is pushed twice"));
+    }
+    if (HasRepeats(t.ids)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PushMany to table '", t.table, "': ids are not unique"));
+    }
+  }
+  // Per shard: its dense variables' names and gradients, and its rows of every table.
+  struct ShardPart {
+    std::vector<std::string> names;
+    std::vector<Tensor> grads;
+    std::vector<std::vector<uint64_t>> ids;     // per tables[i]
+    std::vector<std::vector<float>> row_grads;  // per tables[i]
+    std::vector<TablePush> pushes;
+  };
+  std::vector<ShardPart> parts(shards_.size());
+  const bool all_dense = std::none_of(dense_grads.begin(), dense_grads.end(),
+                                      [](const Tensor& g) { return g.empty(); });
+  if (num_shards() == 1 && all_dense) {
+    // One shard holding everything takes the caller's buffers as they are.
+    return AnnotateCat(shards_[0]->PushMany(
+                           dense_grads.empty() ? absl::Span<const std::string>() : shard_dense_[0],
+                           dense_grads, tables, step),
+                       "PushMany to shard 0 of 1");
+  }
+  for (size_t i = 0; i < dense_grads.size(); ++i) {
+    if (dense_grads[i].empty()) continue;
+    parts[dense_shard_[i]].names.push_back(spec_.dense[i].name);
+    parts[dense_shard_[i]].grads.push_back(dense_grads[i]);
+  }
+  if (num_shards() == 1) {
+    parts[0].pushes.assign(tables.begin(), tables.end());
+  } else {
+    for (ShardPart& p : parts) {
+      p.ids.resize(tables.size());
+      p.row_grads.resize(tables.size());
+    }
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const TablePush& t = tables[i];
+      const size_t d = dims[i];
+      for (size_t j = 0; j < t.ids.size(); ++j) {
+        const int k = RowShard(t.ids[j], num_shards());
+        parts[k].ids[i].push_back(t.ids[j]);
+        parts[k].row_grads[i].insert(parts[k].row_grads[i].end(), t.grads.begin() + j * d,
+                                     t.grads.begin() + (j + 1) * d);
+      }
+    }
+    for (ShardPart& p : parts) {
+      for (size_t i = 0; i < tables.size(); ++i) {
+        if (!p.ids[i].empty()) p.pushes.push_back({tables[i].table, p.ids[i], p.row_grads[i]});
+      }
+    }
+  }
+  return ForEachShard(num_shards(), "PushMany to", [&](int k) -> absl::Status {
+    const ShardPart& p = parts[k];
+    if (p.names.empty() && p.pushes.empty()) return absl::OkStatus();
+    return shards_[k]->PushMany(p.names, p.grads, p.pushes, step);
+  });
 }
 
 absl::StatusOr<std::string> ParameterClient::Save(FileSystem& fs, absl::string_view model_dir,

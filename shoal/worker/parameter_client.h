@@ -13,6 +13,9 @@
 //   ... forward, backward ...
 //   RETURN_IF_ERROR(client.PushSparse("emb/C1", ids, row_grads, step));
 //   RETURN_IF_ERROR(client.PushDense(grads, step));
+//
+// A training step uses the batched forms instead: one LookupMany (every table and the dense
+// variables) and one PushMany, i.e. one call per shard each way, the shards in parallel.
 //   ASSIGN_OR_RETURN(std::string ckpt, client.Save(fs, model_dir, step, extra_json));
 //
 // Synchronous training (rpc/parameter_service.h): SetSyncReplicas, CommitStep and WaitForVersion
@@ -79,6 +82,20 @@ class ParameterClient {
   [[nodiscard]] absl::Status PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
                                         absl::Span<const float> grads, int64_t step);
 
+  // A training step's whole pull, with one LookupMany per shard that has something to give, the
+  // shards in parallel: when `dense_values` is not null, every dense variable (spec.dense order,
+  // as PullDense), and for every t of `tables` the rows of t.ids into t.out (as Lookup). A table
+  // may appear more than once. Everything is checked before any shard is called.
+  [[nodiscard]] absl::Status LookupMany(absl::Span<const TableLookup> tables, LookupMode mode,
+                                        int64_t step, std::vector<Tensor>* dense_values);
+  // A training step's whole push, with one PushMany per shard that has something to take, the
+  // shards in parallel: `dense_grads` as PushDense takes them (or empty: no dense gradients) and
+  // every t of `tables` as PushSparse (ids unique, each table at most once). Everything is
+  // checked before any shard is called; a shard applies its part only if all of it is valid, but
+  // when one shard fails, the others may have applied theirs.
+  [[nodiscard]] absl::Status PushMany(absl::Span<const Tensor> dense_grads,
+                                      absl::Span<const TablePush> tables, int64_t step);
+
   // Writes checkpoint `step` of `model_dir`: PrepareCheckpointDir, every shard's Save (in
   // parallel), CommitCheckpoint with `extra_json`. Returns the checkpoint directory. `fs` is the
   // file system of model_dir (the shards write through their own).
@@ -100,11 +117,16 @@ class ParameterClient {
   [[nodiscard]] absl::StatusOr<int64_t> TableDim(absl::string_view table) const;
 
  private:
+  // Sets spec_ and the routing tables derived from it.
+  void SetSpec(const ModelSpec& spec);
+
   std::vector<ParameterService*> shards_;
   ModelSpec spec_;
   bool initialized_ = false;
-  std::vector<int> dense_shard_;                    // per spec.dense
-  absl::flat_hash_map<std::string, int64_t> dims_;  // table -> dim
+  std::vector<int> dense_shard_;                        // per spec.dense
+  std::vector<std::vector<std::string>> shard_dense_;   // per shard: its variables' names
+  std::vector<std::vector<size_t>> shard_dense_index_;  // per shard: their spec.dense indices
+  absl::flat_hash_map<std::string, int64_t> dims_;      // table -> dim
 };
 
 }  // namespace shoal

@@ -160,7 +160,22 @@ class FakeShard final : public ParameterService {
     return version;
   }
 
+  // The batched calls are counted, then served by the single ones (ParameterService's default).
+  absl::Status LookupMany(absl::Span<const std::string> dense_names,
+                          std::vector<Tensor>* dense_values, absl::Span<const TableLookup> tables,
+                          LookupMode mode, int64_t step) override {
+    ++lookup_manys;
+    return ParameterService::LookupMany(dense_names, dense_values, tables, mode, step);
+  }
+  absl::Status PushMany(absl::Span<const std::string> dense_names,
+                        absl::Span<const Tensor> dense_grads, absl::Span<const TablePush> tables,
+                        int64_t step) override {
+    ++push_manys;
+    return ParameterService::PushMany(dense_names, dense_grads, tables, step);
+  }
+
   int lookups = 0, dense_pushes = 0, sparse_pushes = 0;
+  int lookup_manys = 0, push_manys = 0;
   absl::Status fail;  // returned by every call while not OK
   // Sync training: what the client set and committed, and the version WaitForVersion reports.
   int replicas = 0;
@@ -279,6 +294,101 @@ TEST_F(ParameterClientTest, ThreeShardsGiveTheSameValuesAsOne) {
   EXPECT_EQ((*stats_three)[1].rows, (*stats_one)[1].rows);
   EXPECT_EQ((*stats_three)[1].rows, 80);
   EXPECT_EQ((*stats_three)[1].memory_bytes, 300);
+}
+
+// The same steps as Step, with one LookupMany and one PushMany per step.
+void BatchedStep(ParameterClient& client, const ModelSpec& spec, int64_t step,
+                 std::vector<std::vector<float>>* looked_up, std::vector<Tensor>* dense) {
+  std::vector<uint64_t> ids = SomeIds(40, static_cast<uint64_t>(step % 2));
+  ids.push_back(ids[3]);  // a repeat
+  const std::vector<uint64_t> unique(ids.begin(), ids.end() - 1);
+  std::vector<std::vector<float>> rows(spec.tables.size());
+  std::vector<TableLookup> lookups;
+  std::vector<std::vector<float>> sparse(spec.tables.size());
+  std::vector<TablePush> pushes;
+  for (size_t i = 0; i < spec.tables.size(); ++i) {
+    const TableSpec& t = spec.tables[i];
+    rows[i].resize(ids.size() * t.dim);
+    lookups.push_back({t.name, ids, absl::MakeSpan(rows[i])});
+    sparse[i] = SomeGrads(unique.size() * t.dim, step);
+    pushes.push_back({t.name, unique, sparse[i]});
+  }
+  ASSERT_TRUE(client.LookupMany(lookups, LookupMode::kTrain, step, dense).ok());
+  for (std::vector<float>& r : rows) looked_up->push_back(std::move(r));
+  std::vector<Tensor> grads;
+  for (const DenseVariableSpec& v : spec.dense) grads.push_back(SomeGradTensor(v.shape, step));
+  ASSERT_TRUE(client.PushMany(grads, pushes, step).ok());
+}
+
+TEST_F(ParameterClientTest, BatchedCallsGiveWhatTheSingleCallsGiveWithOneCallPerShard) {
+  auto single = Client(1);
+  auto one = Client(1);
+  auto three = Client(3);
+  for (ParameterClient* c : {single.get(), one.get(), three.get()}) {
+    ASSERT_TRUE(c->Initialize(spec_).ok());
+  }
+  for (int64_t step = 1; step <= 4; ++step) {
+    std::vector<Tensor> dense_single, dense_one, dense_three;
+    ASSERT_TRUE(single->PullDense(&dense_single).ok());
+    std::vector<std::vector<float>> rows_single, rows_one, rows_three;
+    Step(*single, spec_, step, &rows_single);
+    BatchedStep(*one, spec_, step, &rows_one, &dense_one);
+    BatchedStep(*three, spec_, step, &rows_three, &dense_three);
+    EXPECT_EQ(rows_single, rows_one) << "step " << step;
+    EXPECT_EQ(rows_single, rows_three) << "step " << step;
+    ASSERT_EQ(dense_one.size(), spec_.dense.size());
+    ASSERT_EQ(dense_three.size(), spec_.dense.size());
+    for (size_t i = 0; i < spec_.dense.size(); ++i) {
+      EXPECT_TRUE(SameTensor(dense_single[i], dense_one[i])) << spec_.dense[i].name;
+      EXPECT_TRUE(SameTensor(dense_single[i], dense_three[i])) << spec_.dense[i].name;
+    }
+  }
+  // One call per shard and step (fakes 1..3 are the three shards; shard 0 of `one` is fake 1).
+  EXPECT_EQ(fake(1).lookup_manys, 4);
+  EXPECT_EQ(fake(1).push_manys, 4);
+  for (int k = 2; k <= 4; ++k) {
+    EXPECT_EQ(fake(k).lookup_manys, 4) << k;
+    EXPECT_EQ(fake(k).push_manys, 4) << k;
+  }
+}
+
+TEST_F(ParameterClientTest, BadBatchesAreInvalidArgumentAndReachNoShard) {
+  auto client = Client(3);
+  ASSERT_TRUE(client->Initialize(spec_).ok());
+  const std::vector<uint64_t> ids = SomeIds(20);
+  std::vector<float> rows(ids.size() * 8);
+  std::vector<Tensor> dense;
+  const std::vector<std::pair<std::string, std::vector<TableLookup>>> bad_lookups = {
+      {"nope", {{"emb/C1", ids, absl::MakeSpan(rows)}, {"nope", ids, absl::MakeSpan(rows)}}},
+      {"floats", {{"emb/C1", ids, absl::MakeSpan(rows).subspan(8)}}},
+  };
+  for (const auto& [what, lookups] : bad_lookups) {
+    const absl::Status s = client->LookupMany(lookups, LookupMode::kTrain, 1, &dense);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << what;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(what));
+  }
+  std::vector<uint64_t> repeated = ids;
+  repeated.back() = repeated[2];
+  std::vector<Tensor> grads;
+  for (const DenseVariableSpec& v : spec_.dense) grads.push_back(Tensor(v.shape, 1.0f));
+  std::vector<Tensor> wrong = grads;
+  wrong.back() = Tensor(Shape{2}, 1.0f);
+  const std::vector<TablePush> ok = {{"emb/C1", ids, rows}};
+  const std::vector<TablePush> repeats = {{"emb/C1", repeated, rows}};
+  const std::vector<TablePush> twice = {{"emb/C1", ids, rows}, {"emb/C1", ids, rows}};
+  const std::vector<TablePush> unknown = {{"emb/C1", ids, rows}, {"nope", ids, rows}};
+  EXPECT_THAT(std::string(client->PushMany(grads, repeats, 1).message()), HasSubstr("unique"));
+  EXPECT_THAT(std::string(client->PushMany(grads, twice, 1).message()), HasSubstr("twice"));
+  EXPECT_THAT(std::string(client->PushMany(grads, unknown, 1).message()), HasSubstr("nope"));
+  EXPECT_THAT(std::string(client->PushMany(wrong, ok, 1).message()),
+              HasSubstr(spec_.dense.back().name));
+  EXPECT_EQ(client->PushMany(grads, ok, 0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client->PushMany(absl::MakeConstSpan(grads).subspan(1), ok, 1).code(),
+            absl::StatusCode::kInvalidArgument);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(fake(k).lookup_manys, 0);
+    EXPECT_EQ(fake(k).push_manys, 0);
+  }
 }
 
 TEST_F(ParameterClientTest, LookupPutsRowsBackInTheCallersOrder) {

@@ -58,6 +58,12 @@ void ExpectEveryMethodUnauthenticated(ParameterService& ps, CoordinatorService& 
       {"PushDense", ps.PushDense({&name, 1}, {&grad, 1}, 1)},
       {"Lookup", ps.Lookup("emb/C1", {&id, 1}, LookupMode::kTrain, 0, absl::MakeSpan(row))},
       {"PushSparse", ps.PushSparse("emb/C1", {&id, 1}, row, 1)},
+      {"LookupMany",
+       ps.LookupMany({&name, 1}, &values,
+                     std::vector<TableLookup>{{"emb/C1", {&id, 1}, absl::MakeSpan(row)}},
+                     LookupMode::kTrain, 0)},
+      {"PushMany",
+       ps.PushMany({&name, 1}, {&grad, 1}, std::vector<TablePush>{{"emb/C1", {&id, 1}, row}}, 1)},
       {"Save", ps.Save("/tmp/never").status()},
       {"Restore", ps.Restore(spec, "/tmp/never")},
       {"GetTableStats", ps.GetTableStats().status()},
@@ -140,6 +146,8 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
   rpc::PushDenseReply push;
   rpc::LookupReply lookup;
   rpc::PushSparseReply sparse;
+  rpc::LookupManyReply lookup_many;
+  rpc::PushManyReply push_many;
   rpc::SaveReply save;
   rpc::RestoreReply restore;
   rpc::GetTableStatsReply stats;
@@ -152,6 +160,16 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
   lookup_request.add_ids(1);
   lookup_request.set_dim(4);
   lookup_request.set_mode(rpc::LOOKUP_MODE_TRAIN);
+  rpc::LookupManyRequest lookup_many_request;
+  lookup_many_request.add_dense_names("w");
+  *lookup_many_request.add_tables() = [&] {
+    rpc::TableIds t;
+    t.set_table("emb");
+    t.add_ids(1);
+    t.set_dim(4);
+    return t;
+  }();
+  lookup_many_request.set_mode(rpc::LOOKUP_MODE_TRAIN);
   rpc::PullDenseRequest pull_request;
   pull_request.add_names(std::string("w"));
   const std::vector<std::pair<std::string, grpc::Status>> results = {
@@ -160,6 +178,9 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
       {"PushDense", call([&](auto* c) { return ps->PushDense(c, {}, &push); })},
       {"Lookup", call([&](auto* c) { return ps->Lookup(c, lookup_request, &lookup); })},
       {"PushSparse", call([&](auto* c) { return ps->PushSparse(c, {}, &sparse); })},
+      {"LookupMany",
+       call([&](auto* c) { return ps->LookupMany(c, lookup_many_request, &lookup_many); })},
+      {"PushMany", call([&](auto* c) { return ps->PushMany(c, {}, &push_many); })},
       {"Save", call([&](auto* c) { return ps->Save(c, {}, &save); })},
       {"Restore", call([&](auto* c) { return ps->Restore(c, {}, &restore); })},
       {"GetTableStats", call([&](auto* c) { return ps->GetTableStats(c, {}, &stats); })},

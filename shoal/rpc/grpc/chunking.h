@@ -8,6 +8,9 @@
 //     id costs 8 + 4 * dim bytes (its id in the request, its row in the request or the reply).
 //   dense (PushDense, PullDense): consecutive runs of variables, greedy in order, each run's
 //     DenseWireBytes summing to at most ChunkBudget. A variable is never split.
+//   several tables (LookupMany, PushMany): the tables in order, packed greedily into messages;
+//     a table costs its name and kTableRowsBytes plus 8 + 4 * dim per id, and is split (by ids)
+//     only where a message is full, so everything that fits in one message is one message.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +27,10 @@ namespace shoal::rpc_internal {
 
 // Room for field tags, lengths and small scalar fields of one message.
 inline constexpr int64_t kEnvelopeBytes = 1024;
+
+// Room for one table's entry (name excluded) in a LookupMany or PushMany message: its tags,
+// lengths and dim.
+inline constexpr int64_t kTableRowsBytes = 32;
 
 // The bytes of payload one message of `max_message_bytes` may carry.
 inline int64_t ChunkBudget(int64_t max_message_bytes) { return max_message_bytes - kEnvelopeBytes; }
@@ -43,5 +50,21 @@ absl::StatusOr<size_t> SparseChunkIds(int64_t max_message_bytes, absl::string_vi
 absl::StatusOr<std::vector<size_t>> DenseChunkEnds(absl::Span<const std::string> names,
                                                    absl::Span<const int64_t> bytes,
                                                    int64_t max_message_bytes);
+
+// A run [begin, end) of the ids of table `table` (an index into the packed tables).
+struct TablePiece {
+  size_t table = 0;
+  size_t begin = 0;
+  size_t end = 0;
+  bool operator==(const TablePiece&) const = default;
+};
+
+// Packs tables with `names`, `counts` ids and `dims` into messages (see the rules above): the
+// pieces of each message, at least one message (empty when there are no tables); a table with no
+// ids is one empty piece. RESOURCE_EXHAUSTED naming the table and the limit when one row of a
+// table does not fit in an empty message.
+absl::StatusOr<std::vector<std::vector<TablePiece>>> PackTables(
+    absl::Span<const absl::string_view> names, absl::Span<const size_t> counts,
+    absl::Span<const int64_t> dims, int64_t max_message_bytes);
 
 }  // namespace shoal::rpc_internal

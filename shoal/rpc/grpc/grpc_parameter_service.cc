@@ -202,6 +202,187 @@ absl::Status GrpcParameterService::PushSparse(absl::string_view table,
   return absl::OkStatus();
 }
 
+absl::Status GrpcParameterService::LookupMany(absl::Span<const std::string> dense_names,
+                                              std::vector<Tensor>* dense_values,
+                                              absl::Span<const TableLookup> tables, LookupMode mode,
+                                              int64_t step) {
+  const ConnectOptions& options = channel_->options();
+  std::vector<absl::string_view> names(tables.size());
+  std::vector<size_t> counts(tables.size());
+  std::vector<int64_t> dims(tables.size());
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TableLookup& t = tables[i];
+    if (t.ids.empty() ? !t.out.empty() : (t.out.empty() || t.out.size() % t.ids.size() != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LookupMany in table '", t.table, "' on ", channel_->peer_description(),
+                       ": ", t.out.size(), " output floats are not a whole number of rows for ",
+                       t.ids.size(), " ids"));
+    }
+    names[i] = t.table;
+    counts[i] = t.ids.size();
+    dims[i] = t.ids.empty() ? 0 : static_cast<int64_t>(t.out.size() / t.ids.size());
+  }
+  ASSIGN_OR_RETURN(const std::vector<std::vector<rpc_internal::TablePiece>> messages,
+                   rpc_internal::PackTables(names, counts, dims, options.max_message_bytes),
+                   "LookupMany on ", channel_->peer_description());
+  dense_values->clear();
+  dense_values->reserve(dense_names.size());
+  for (size_t m = 0; m < messages.size(); ++m) {
+    rpc::LookupManyRequest request;
+    if (m == 0) {
+      for (const std::string& name : dense_names) request.add_dense_names(name);
+      request.set_max_reply_bytes(options.max_message_bytes);
+    }
+    for (const rpc_internal::TablePiece& piece : messages[m]) {
+      const TableLookup& t = tables[piece.table];
+      rpc::TableIds* ids = request.add_tables();
+      ids->set_table(std::string(t.table));
+      ids->mutable_ids()->Add(t.ids.begin() + piece.begin, t.ids.begin() + piece.end);
+      ids->set_dim(dims[piece.table]);
+    }
+    request.set_mode(rpc_internal::ToProto(mode));
+    request.set_step(step);
+    rpc::LookupManyReply reply;
+    RETURN_IF_ERROR(Call(
+        *channel_, "LookupMany", options.call_deadline,
+        [&](grpc::ClientContext* ctx) { return stub_->stub->LookupMany(ctx, request, &reply); }));
+    if (static_cast<size_t>(reply.tables_size()) != messages[m].size()) {
+      return BadReply(*channel_, "LookupMany",
+                      absl::StrCat(reply.tables_size(), " tables for ", messages[m].size()));
+    }
+    for (size_t j = 0; j < messages[m].size(); ++j) {
+      const rpc_internal::TablePiece& piece = messages[m][j];
+      const size_t dim = static_cast<size_t>(dims[piece.table]);
+      const rpc::TableRows& rows = reply.tables(static_cast<int>(j));
+      const size_t want = (piece.end - piece.begin) * dim;
+      if (static_cast<size_t>(rows.values_size()) != want) {
+        return BadReply(*channel_, "LookupMany",
+                        absl::StrCat(rows.values_size(), " floats for ", want, " wanted"));
+      }
+      std::copy(rows.values().begin(), rows.values().end(),
+                tables[piece.table].out.begin() + static_cast<ptrdiff_t>(piece.begin * dim));
+    }
+    const size_t got = static_cast<size_t>(reply.dense_size());
+    if (got > (m == 0 ? dense_names.size() : 0)) {
+      return BadReply(*channel_, "LookupMany",
+                      absl::StrCat(got, " dense values for ", dense_names.size(), " names"));
+    }
+    for (size_t i = 0; i < got; ++i) {
+      absl::StatusOr<Tensor> value =
+          rpc_internal::FromProto(reply.dense(static_cast<int>(i)), dense_names[i]);
+      if (!value.ok()) return BadReply(*channel_, "LookupMany", value.status().message());
+      dense_values->push_back(*std::move(value));
+    }
+  }
+  if (dense_values->size() < dense_names.size()) {
+    // The values that did not fit beside the rows.
+    std::vector<Tensor> rest;
+    RETURN_IF_ERROR(PullDense(dense_names.subspan(dense_values->size()), &rest));
+    for (Tensor& value : rest) dense_values->push_back(std::move(value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GrpcParameterService::PushMany(absl::Span<const std::string> dense_names,
+                                            absl::Span<const Tensor> dense_grads,
+                                            absl::Span<const TablePush> tables, int64_t step) {
+  const ConnectOptions& options = channel_->options();
+  if (dense_names.size() != dense_grads.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("PushMany to ", channel_->peer_description(),
+                                                   ": ", dense_names.size(), " names but ",
+                                                   dense_grads.size(), " grads"));
+  }
+  std::vector<absl::string_view> names(tables.size());
+  std::vector<size_t> counts(tables.size());
+  std::vector<int64_t> dims(tables.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TablePush& t = tables[i];
+    if (t.ids.empty() ? !t.grads.empty()
+                      : (t.grads.empty() || t.grads.size() % t.ids.size() != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PushMany to table '", t.table, "' on ", channel_->peer_description(), ": ",
+                       t.grads.size(), " gradient floats are not a whole number of rows for ",
+                       t.ids.size(), " ids"));
+    }
+    names[i] = t.table;
+    counts[i] = t.ids.size();
+    dims[i] = t.ids.empty() ? 0 : static_cast<int64_t>(t.grads.size() / t.ids.size());
+    total += static_cast<int64_t>(t.table.size()) + rpc_internal::kTableRowsBytes +
+             static_cast<int64_t>(counts[i]) * (8 + 4 * dims[i]);
+  }
+  std::vector<int64_t> dense_bytes(dense_names.size());
+  for (size_t i = 0; i < dense_names.size(); ++i) {
+    dense_bytes[i] = rpc_internal::DenseWireBytes(dense_names[i], dense_grads[i].shape());
+    total += dense_bytes[i];
+  }
+  const auto add_table = [&](rpc::PushManyRequest& request, size_t i, size_t begin, size_t end) {
+    const TablePush& t = tables[i];
+    const size_t dim = static_cast<size_t>(dims[i]);
+    rpc::TableGrads* out = request.add_tables();
+    out->set_table(std::string(t.table));
+    out->mutable_ids()->Add(t.ids.begin() + begin, t.ids.begin() + end);
+    out->mutable_grads()->Add(t.grads.begin() + begin * dim, t.grads.begin() + end * dim);
+  };
+  const auto send = [&](const rpc::PushManyRequest& request) {
+    rpc::PushManyReply reply;
+    return Call(*channel_, "PushMany", options.call_deadline, [&](grpc::ClientContext* ctx) {
+      return stub_->stub->PushMany(ctx, request, &reply);
+    });
+  };
+  if (total <= rpc_internal::ChunkBudget(options.max_message_bytes)) {
+    rpc::PushManyRequest request;
+    request.set_step(step);
+    for (size_t i = 0; i < dense_names.size(); ++i) {
+      request.add_dense_names(dense_names[i]);
+      rpc_internal::ToProto(dense_grads[i], request.add_dense_grads());
+    }
+    for (size_t i = 0; i < tables.size(); ++i) add_table(request, i, 0, counts[i]);
+    return send(request);
+  }
+  // Too big for one message: the dense gradients in runs, then the tables packed.
+  ASSIGN_OR_RETURN(
+      const std::vector<size_t> ends,
+      rpc_internal::DenseChunkEnds(dense_names, dense_bytes, options.max_message_bytes),
+      "PushMany to ", channel_->peer_description());
+  ASSIGN_OR_RETURN(const std::vector<std::vector<rpc_internal::TablePiece>> messages,
+                   rpc_internal::PackTables(names, counts, dims, options.max_message_bytes),
+                   "PushMany to ", channel_->peer_description());
+  // A table split over several calls: the server can only check uniqueness within one call.
+  for (size_t i = 0; i < tables.size(); ++i) {
+    absl::flat_hash_set<uint64_t> seen;
+    seen.reserve(tables[i].ids.size());
+    for (uint64_t id : tables[i].ids) {
+      if (!seen.insert(id).second) {
+        return absl::InvalidArgumentError(absl::StrCat("PushMany to table '", tables[i].table,
+                                                       "' on ", channel_->peer_description(),
+                                                       ": id ", id, " is repeated"));
+      }
+    }
+  }
+  size_t begin = 0;
+  for (size_t end : ends) {
+    rpc::PushManyRequest request;
+    request.set_step(step);
+    for (size_t i = begin; i < end; ++i) {
+      request.add_dense_names(dense_names[i]);
+      rpc_internal::ToProto(dense_grads[i], request.add_dense_grads());
+    }
+    RETURN_IF_ERROR(send(request));
+    begin = end;
+  }
+  for (const std::vector<rpc_internal::TablePiece>& pieces : messages) {
+    if (pieces.empty()) continue;
+    rpc::PushManyRequest request;
+    request.set_step(step);
+    for (const rpc_internal::TablePiece& piece : pieces) {
+      add_table(request, piece.table, piece.begin, piece.end);
+    }
+    RETURN_IF_ERROR(send(request));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ShardFileInfo> GrpcParameterService::Save(absl::string_view checkpoint_dir) {
   rpc::SaveRequest request;
   request.set_checkpoint_dir(std::string(checkpoint_dir));

@@ -8,6 +8,13 @@
 //                       (the server can only check within one call).
 //   PushDense           split by variables (greedy, in order); PullDense lets the server answer
 //                       with the longest prefix of the names that fits and asks for the rest.
+//   LookupMany, PushMany one call when everything fits in one message. Otherwise the tables are
+//                       packed in order into several calls, a table split by ids only where a
+//                       message is full (chunking.h PackTables; a push whose table is split
+//                       first checks that the table's ids are unique); a push's dense gradients
+//                       then go in calls of their own, split as PushDense splits them. The
+//                       dense values of a pull ride in the first call's reply as far as they
+//                       fit beside the rows; the rest is fetched with PullDense.
 //   A single dense variable (or table row) larger than the limit is RESOURCE_EXHAUSTED naming it
 //   and the limit: variables are not split into element ranges, because an update must see the
 //   whole gradient of a variable at once. Raise the limit (up to 1 GiB) for such a model.
@@ -43,6 +50,13 @@ class GrpcParameterService final : public ParameterService {
                                     LookupMode mode, int64_t step, absl::Span<float> out) override;
   [[nodiscard]] absl::Status PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
                                         absl::Span<const float> grads, int64_t step) override;
+  [[nodiscard]] absl::Status LookupMany(absl::Span<const std::string> dense_names,
+                                        std::vector<Tensor>* dense_values,
+                                        absl::Span<const TableLookup> tables, LookupMode mode,
+                                        int64_t step) override;
+  [[nodiscard]] absl::Status PushMany(absl::Span<const std::string> dense_names,
+                                      absl::Span<const Tensor> dense_grads,
+                                      absl::Span<const TablePush> tables, int64_t step) override;
   [[nodiscard]] absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
                                      absl::string_view checkpoint_dir) override;

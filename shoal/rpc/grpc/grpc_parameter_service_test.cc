@@ -398,6 +398,79 @@ TEST_F(GrpcMalformedRequestTest, PushSparseChecksTableAndRows) {
   ExpectRefused(stub_->PushSparse(Context().get(), r, &reply), "grads without ids");
 }
 
+TEST_F(GrpcMalformedRequestTest, LookupManyChecksNamesTablesDimModeAndReplySize) {
+  rpc::LookupManyReply reply;
+  rpc::LookupManyRequest request;
+  request.add_dense_names("w");
+  rpc::TableIds* table = request.add_tables();
+  table->set_table("emb");
+  table->add_ids(1);
+  table->set_dim(4);
+  request.set_mode(rpc::LOOKUP_MODE_TRAIN);
+
+  rpc::LookupManyRequest r = request;
+  r.set_dense_names(0, "");
+  ExpectRefused(stub_->LookupMany(Context().get(), r, &reply), "empty dense name");
+  r = request;
+  r.mutable_tables(0)->set_table("");
+  ExpectRefused(stub_->LookupMany(Context().get(), r, &reply), "empty table");
+  r = request;
+  r.mutable_tables(0)->set_dim(0);
+  ExpectRefused(stub_->LookupMany(Context().get(), r, &reply), "dim 0");
+  r.mutable_tables(0)->set_dim(HashEmbeddingTable::kMaxDim + 1);
+  ExpectRefused(stub_->LookupMany(Context().get(), r, &reply), "dim over the maximum");
+  r = request;
+  r.set_mode(rpc::LOOKUP_MODE_UNSPECIFIED);
+  ExpectRefused(stub_->LookupMany(Context().get(), r, &reply), "no mode");
+  r = request;
+  for (int t = 0; t < 4; ++t) {  // four 100 KB replies from a 4 KB request
+    rpc::TableIds* big = r.add_tables();
+    big->set_table("emb");
+    big->set_dim(256);
+    for (int i = 0; i < 100; ++i) big->add_ids(i + 2);
+  }
+  ExpectRefused(stub_->LookupMany(Context().get(), r, &reply), "reply over the limit",
+                grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+TEST_F(GrpcMalformedRequestTest, PushManyChecksNamesTablesAndRows) {
+  rpc::PushManyReply reply;
+  rpc::PushManyRequest request;
+  request.add_dense_names("w");
+  rpc::Tensor* grad = request.add_dense_grads();
+  grad->add_shape(2);
+  grad->add_values(1.0f);
+  grad->add_values(2.0f);
+  rpc::TableGrads* table = request.add_tables();
+  table->set_table("emb");
+  table->add_ids(1);
+  table->add_ids(2);
+  for (int i = 0; i < 8; ++i) table->add_grads(1.0f);
+  request.set_step(1);
+
+  rpc::PushManyRequest r = request;
+  r.set_dense_names(0, "");
+  ExpectRefused(stub_->PushMany(Context().get(), r, &reply), "empty dense name");
+  r = request;
+  r.add_dense_names("v");
+  ExpectRefused(stub_->PushMany(Context().get(), r, &reply), "2 names, 1 grad");
+  r = request;
+  r.mutable_dense_grads(0)->add_values(3.0f);
+  ExpectRefused(stub_->PushMany(Context().get(), r, &reply), "3 values for shape [2]");
+  r = request;
+  r.mutable_tables(0)->set_table("");
+  ExpectRefused(stub_->PushMany(Context().get(), r, &reply), "empty table");
+  r = request;
+  r.mutable_tables(0)->add_grads(1.0f);
+  ExpectRefused(stub_->PushMany(Context().get(), r, &reply), "9 floats for 2 ids");
+  r = request;
+  r.mutable_tables(0)->clear_grads();
+  ExpectRefused(stub_->PushMany(Context().get(), r, &reply), "no grads for 2 ids");
+  r = request;
+  r.mutable_tables(0)->clear_ids();
+  ExpectRefused(stub_->PushMany(Context().get(), r, &reply), "grads without ids");
+}
+
 TEST_F(GrpcMalformedRequestTest, DenseCallsCheckNamesAndShapes) {
   rpc::PushDenseReply reply;
   rpc::PushDenseRequest request;

@@ -59,6 +59,14 @@ class ParameterHandler final : public rpc::ParameterService::Service {
                           rpc::PushSparseReply* /*reply*/) override {
     return gate_->Serve(*ctx, [&] { return DoPushSparse(*request); });
   }
+  grpc::Status LookupMany(grpc::ServerContext* ctx, const rpc::LookupManyRequest* request,
+                          rpc::LookupManyReply* reply) override {
+    return gate_->Serve(*ctx, [&] { return DoLookupMany(*request, reply); });
+  }
+  grpc::Status PushMany(grpc::ServerContext* ctx, const rpc::PushManyRequest* request,
+                        rpc::PushManyReply* /*reply*/) override {
+    return gate_->Serve(*ctx, [&] { return DoPushMany(*request); });
+  }
   grpc::Status Save(grpc::ServerContext* ctx, const rpc::SaveRequest* request,
                     rpc::SaveReply* reply) override {
     return gate_->Serve(*ctx, [&] { return DoSave(*request, reply); });
@@ -168,6 +176,90 @@ class ParameterHandler final : public rpc::ParameterService::Service {
     }
     return ps_->PushSparse(request.table(), absl::MakeConstSpan(request.ids().data(), n),
                            absl::MakeConstSpan(request.grads().data(), g), request.step());
+  }
+
+  // Looks everything up with one LookupMany (validated as a whole by the implementation), then
+  // answers all rows and the longest prefix of the dense values that fits beside them.
+  absl::Status DoLookupMany(const rpc::LookupManyRequest& request, rpc::LookupManyReply* reply) {
+    ASSIGN_OR_RETURN(std::vector<std::string> names, NamesFromProto(request.dense_names()),
+                     "LookupMany");
+    ASSIGN_OR_RETURN(LookupMode mode, FromProto(request.mode()), "LookupMany");
+    int64_t limit = max_message_bytes_;
+    if (request.max_reply_bytes() > 0) limit = std::min(limit, request.max_reply_bytes());
+    const int64_t budget = ChunkBudget(limit);
+    int64_t used = 0;
+    for (int i = 0; i < request.tables_size(); ++i) {
+      const rpc::TableIds& t = request.tables(i);
+      RETURN_IF_ERROR(CheckName(t.table(), absl::StrCat("LookupMany: tables[", i, "].table")));
+      const int64_t n = t.ids_size();
+      if (n > 0 && (t.dim() < 1 || t.dim() > HashEmbeddingTable::kMaxDim)) {
+        return absl::InvalidArgumentError(absl::StrCat("LookupMany in table '", t.table(),
+                                                       "': dim ", t.dim(), " is outside [1, ",
+                                                       HashEmbeddingTable::kMaxDim, "]"));
+      }
+      used += (n > 0 ? 4 * n * t.dim() : 0) + kTableRowsBytes;  // n <= 2^28, dim <= 2^14
+    }
+    if (used > ChunkBudget(max_message_bytes_)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "LookupMany of ", request.tables_size(), " tables needs a reply over this server's ",
+          "message limit of ", max_message_bytes_, " bytes"));
+    }
+    std::vector<TableLookup> lookups;
+    lookups.reserve(static_cast<size_t>(request.tables_size()));
+    for (const rpc::TableIds& t : request.tables()) {
+      const int64_t values = t.ids_size() > 0 ? t.ids_size() * t.dim() : 0;
+      google::protobuf::RepeatedField<float>* rows = reply->add_tables()->mutable_values();
+      rows->Resize(static_cast<int>(values), 0.0f);
+      lookups.push_back({t.table(), absl::MakeConstSpan(t.ids().data(), t.ids_size()),
+                         absl::MakeSpan(rows->mutable_data(), values)});
+    }
+    std::vector<Tensor> dense;
+    RETURN_IF_ERROR(ps_->LookupMany(names, &dense, lookups, mode, request.step()));
+    if (dense.size() != names.size()) {
+      return absl::InternalError(absl::StrCat("LookupMany returned ", dense.size(),
+                                              " dense values for ", names.size(), " names"));
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      const int64_t bytes = DenseWireBytes(names[i], dense[i].shape());
+      if (used + bytes > budget) break;  // the client pulls names[i..] with PullDense
+      used += bytes;
+      ToProto(dense[i], reply->add_dense());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status DoPushMany(const rpc::PushManyRequest& request) {
+    ASSIGN_OR_RETURN(std::vector<std::string> names, NamesFromProto(request.dense_names()),
+                     "PushMany");
+    if (request.dense_grads_size() != request.dense_names_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("PushMany: ", request.dense_names_size(),
+                                                     " dense names but ",
+                                                     request.dense_grads_size(), " grads"));
+    }
+    std::vector<Tensor> grads;
+    grads.reserve(names.size());
+    for (int i = 0; i < request.dense_grads_size(); ++i) {
+      ASSIGN_OR_RETURN(Tensor grad,
+                       FromProto(request.dense_grads(i),
+                                 absl::StrCat("PushMany: dense_grads[", i, "] '", names[i], "'")));
+      grads.push_back(std::move(grad));
+    }
+    std::vector<TablePush> pushes;
+    pushes.reserve(static_cast<size_t>(request.tables_size()));
+    for (int i = 0; i < request.tables_size(); ++i) {
+      const rpc::TableGrads& t = request.tables(i);
+      RETURN_IF_ERROR(CheckName(t.table(), absl::StrCat("PushMany: tables[", i, "].table")));
+      const int64_t n = t.ids_size();
+      const int64_t g = t.grads_size();
+      if (n == 0 ? g != 0 : (g == 0 || g % n != 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("PushMany to table '", t.table(), "': ", g,
+                         " gradient values are not a whole number of rows for ", n, " ids"));
+      }
+      pushes.push_back({t.table(), absl::MakeConstSpan(t.ids().data(), n),
+                        absl::MakeConstSpan(t.grads().data(), g)});
+    }
+    return ps_->PushMany(names, grads, pushes, request.step());
   }
 
   absl::Status DoSave(const rpc::SaveRequest& request, rpc::SaveReply* reply) {
