@@ -134,7 +134,9 @@ class EstimatorTest : public ::testing::Test {
                     absl::StrCat("estimator_test_",
                                  ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     FileSystem& fs = **fs_.For(dir_);
-    if (fs.FileExists(dir_).value_or(false)) ASSERT_TRUE(fs.DeleteRecursively(dir_).ok());
+    if (fs.FileExists(dir_).value_or(false)) {
+      ASSERT_TRUE(fs.DeleteRecursively(dir_).ok());
+    }
     train_ = MakeExamples(2000, 1);
     eval_ = MakeExamples(1000, 2);
   }

@@ -94,6 +94,7 @@ absl::StatusOr<Child> Spawn(const std::string& name, const std::string& binary,
   std::vector<std::string> argv_strings = {binary};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_strings.size() + 1);
   for (std::string& a : argv_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_strings;
@@ -106,6 +107,7 @@ absl::StatusOr<Child> Spawn(const std::string& name, const std::string& binary,
   }
   env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (std::string& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
   pid_t pid = -1;
@@ -200,6 +202,7 @@ absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
     int index;
   };
   std::vector<Task> tasks;
+  tasks.reserve(static_cast<size_t>(num_tasks) + 1);
   // PS first: the others connect to them (any order works; this one starts fewer retries).
   for (int i = 0; i < options.num_ps; ++i) tasks.push_back({"ps", i});
   tasks.push_back({"chief", 0});

@@ -38,24 +38,6 @@ std::string SlotNamesString(const std::vector<std::string>& names) {
   return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
 }
 
-// True if `ids` has a repeated id: a linear scan when ids are sorted (the usual case), else a set.
-bool HasRepeats(absl::Span<const uint64_t> ids) {
-  bool sorted = true;
-  for (size_t i = 1; i < ids.size(); ++i) {
-    if (ids[i - 1] >= ids[i]) {
-      if (ids[i - 1] == ids[i]) return true;
-      sorted = false;
-    }
-  }
-  if (sorted) return false;
-  absl::flat_hash_set<uint64_t> seen;
-  seen.reserve(ids.size());
-  for (uint64_t id : ids) {
-    if (!seen.insert(id).second) return true;
-  }
-  return false;
-}
-
 // sum[i] += add[i]; the sizes are equal (checked by the callers' validation).
 void AddTo(absl::Span<float> sum, absl::Span<const float> add) {
   for (size_t i = 0; i < sum.size(); ++i) sum[i] += add[i];
@@ -400,7 +382,7 @@ absl::Status ParameterServer::PushMany(absl::Span<const std::string> dense_names
       return absl::InvalidArgumentError(
           absl::StrCat("PushMany: table '", t.table, "' is pushed twice"));
     }
-    if (HasRepeats(t.ids)) {
+    if (HasRepeatedIds(t.ids)) {
       return absl::InvalidArgumentError(
           absl::StrCat("PushMany to table '", t.table, "': ids must be unique"));
     }
@@ -592,7 +574,7 @@ absl::Status ParameterServer::AccumulateDense(absl::Span<DenseVar* const> vars,
 
 absl::Status ParameterServer::AccumulateSparse(Table& table, absl::Span<const uint64_t> ids,
                                                absl::Span<const float> grads, int64_t step) {
-  if (HasRepeats(ids)) return absl::InvalidArgumentError("ids must be unique");
+  if (HasRepeatedIds(ids)) return absl::InvalidArgumentError("ids must be unique");
   ASSIGN_OR_RETURN(const bool pending, IsPendingStep(step, "PushSparse"));
   if (!pending) {
     ++dropped_pushes_;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "shoal/base/logging.h"
@@ -207,6 +208,23 @@ std::vector<int> DensePlacement(const ModelSpec& spec, int num_shards) {
     placement.push_back(best);
   }
   return placement;
+}
+
+bool HasRepeatedIds(absl::Span<const uint64_t> ids) {
+  bool sorted = true;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i - 1] >= ids[i]) {
+      if (ids[i - 1] == ids[i]) return true;
+      sorted = false;
+    }
+  }
+  if (sorted) return false;
+  absl::flat_hash_set<uint64_t> seen;
+  seen.reserve(ids.size());
+  for (uint64_t id : ids) {
+    if (!seen.insert(id).second) return true;
+  }
+  return false;
 }
 
 }  // namespace shoal

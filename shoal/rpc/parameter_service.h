@@ -135,6 +135,10 @@ Tensor DenseInitialValue(const ModelSpec& spec, const DenseVariableSpec& var);
 // one PS receives still spread over its lock stripes.
 inline constexpr uint64_t kPlacementSalt = 0x5ca1ab1e0ddba11ULL;
 
+// True if `ids` holds an id twice (pushes require unique ids): a linear scan when the ids are
+// sorted, as a worker sends them, else a hash set.
+bool HasRepeatedIds(absl::Span<const uint64_t> ids);
+
 // The shard owning embedding row `id` among `num_shards` >= 1.
 int RowShard(uint64_t id, int num_shards);
 

@@ -35,24 +35,6 @@ absl::Status ForEachShard(int num_shards, const char* what, Fn fn) {
   return absl::OkStatus();
 }
 
-// True if `ids` has a repeated id: a linear scan when ids are sorted (the usual case), else a set.
-bool HasRepeats(absl::Span<const uint64_t> ids) {
-  bool sorted = true;
-  for (size_t i = 1; i < ids.size(); ++i) {
-    if (ids[i - 1] >= ids[i]) {
-      if (ids[i - 1] == ids[i]) return true;
-      sorted = false;
-    }
-  }
-  if (sorted) return false;
-  absl::flat_hash_set<uint64_t> seen;
-  seen.reserve(ids.size());
-  for (uint64_t id : ids) {
-    if (!seen.insert(id).second) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 ParameterClient::ParameterClient(std::vector<ParameterService*> shards)
@@ -226,7 +208,7 @@ absl::Status ParameterClient::PushSparse(absl::string_view table, absl::Span<con
                        "PushSparse to shard 0 of 1");
   }
   // Checked here so that no shard applies anything when the batch is bad.
-  if (HasRepeats(ids)) {
+  if (HasRepeatedIds(ids)) {
     return absl::InvalidArgumentError(
         absl::StrCat("PushSparse to table '", table, "': ids are not unique"));
   }
@@ -364,7 +346,7 @@ absl::Status ParameterClient::PushMany(absl::Span<const Tensor> dense_grads,
       return absl::InvalidArgumentError(
           absl::StrCat("PushMany: table '", t.table, "' is pushed twice"));
     }
-    if (HasRepeats(t.ids)) {
+    if (HasRepeatedIds(t.ids)) {
       return absl::InvalidArgumentError(
           absl::StrCat("PushMany to table '", t.table, "': ids are not unique"));
     }
