@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "shoal/rpc/grpc/grpc_limits.h"
 
 namespace shoal::rpc_internal {
 
@@ -21,6 +22,15 @@ absl::Status ValidateSecret(absl::string_view secret, absl::string_view what) {
   if (secret.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": the job secret is empty (every call must carry one)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMaxMessageBytes(int64_t bytes, absl::string_view what) {
+  if (bytes < kMinMaxMessageBytes || bytes > kMaxMaxMessageBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": max_message_bytes ", bytes,
+                                                   " is outside [", kMinMaxMessageBytes, ", ",
+                                                   kMaxMaxMessageBytes, "]"));
   }
   return absl::OkStatus();
 }

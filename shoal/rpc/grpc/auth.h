@@ -19,6 +19,7 @@
 // implementation saw no call.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -39,6 +40,10 @@ bool SecretsEqual(absl::string_view expected, absl::string_view given);
 
 // INVALID_ARGUMENT unless `secret` is usable (non-empty). Never quotes the secret.
 absl::Status ValidateSecret(absl::string_view secret, absl::string_view what);
+
+// INVALID_ARGUMENT unless `bytes` lies in [kMinMaxMessageBytes, kMaxMaxMessageBytes]
+// (grpc_limits.h): the message limit of a server or a channel.
+absl::Status ValidateMaxMessageBytes(int64_t bytes, absl::string_view what);
 
 // The gate in front of every handler. Thread-safe (immutable).
 class CallGate {

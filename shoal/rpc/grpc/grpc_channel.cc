@@ -75,12 +75,8 @@ absl::StatusOr<std::shared_ptr<GrpcChannel>> Connect(const ConnectOptions& optio
   }
   RETURN_IF_ERROR(
       rpc_internal::ValidateSecret(options.secret, absl::StrCat("connecting to ", who)));
-  if (options.max_message_bytes < kMinMaxMessageBytes ||
-      options.max_message_bytes > kMaxMaxMessageBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("connecting to ", who, ": max_message_bytes ", options.max_message_bytes,
-                     " is outside [", kMinMaxMessageBytes, ", ", kMaxMaxMessageBytes, "]"));
-  }
+  RETURN_IF_ERROR(rpc_internal::ValidateMaxMessageBytes(options.max_message_bytes,
+                                                        absl::StrCat("connecting to ", who)));
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials, MakeCredentials(options),
                    "connecting to ", who);
 

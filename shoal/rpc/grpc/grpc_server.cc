@@ -77,12 +77,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(absl::string_view 
   }
   RETURN_IF_ERROR(
       rpc_internal::ValidateSecret(options.secret, absl::StrCat("gRPC server at ", address)));
-  if (options.max_message_bytes < kMinMaxMessageBytes ||
-      options.max_message_bytes > kMaxMaxMessageBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gRPC server at ", address, ": max_message_bytes ", options.max_message_bytes,
-                     " is outside [", kMinMaxMessageBytes, ", ", kMaxMaxMessageBytes, "]"));
-  }
+  RETURN_IF_ERROR(rpc_internal::ValidateMaxMessageBytes(options.max_message_bytes,
+                                                        absl::StrCat("gRPC server at ", address)));
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, MakeCredentials(options),
                    "gRPC server at ", address);
 
