@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,15 @@ absl::Status Check(const EstimatorConfig& config) {
   }
   if (config.run.sync_replicas < 0) {
     return absl::InvalidArgumentError("run.sync_replicas must be >= 0");
+  }
+  const std::string& pipeline = config.run.pipeline_pull;
+  if (pipeline != "auto" && pipeline != "on" && pipeline != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("run.pipeline_pull is '", pipeline,
+                                                   "'; it must be auto, on or off"));
+  }
+  if (pipeline == "on" && config.run.sync_replicas > 0) {
+    return absl::InvalidArgumentError(
+        "run.pipeline_pull 'on' needs asynchronous training (run.sync_replicas 0)");
   }
   if (config.sync_wait_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("EstimatorConfig: sync_wait_timeout must be > 0");
@@ -301,6 +311,31 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
   FeatureBatch batch;
   ModelContext& ctx = *context_;
   absl::Status failure;
+  // Pipelined pulls (run.pipeline_pull): while step t computes and pushes, a helper thread reads
+  // batch t + 1 and makes its LookupMany. It is joined before the step's AfterRun hooks, so hooks
+  // (checkpoints, evaluations) never run beside it.
+  const bool pipeline = PipelinePull();
+  PreparedStep prepared;
+  struct Lookahead {
+    FeatureBatch batch;
+    PreparedStep prepared;
+    absl::Status next;     // of source->Next
+    absl::Status prepare;  // of ctx.Prepare
+    std::jthread thread;
+    bool ready = false;
+  } ahead;
+  const auto start_lookahead = [&] {
+    ahead.ready = true;
+    ahead.thread = std::jthread([&, step = global_step_] {
+      ahead.next = source->Next(&ahead.batch);
+      if (!ahead.next.ok()) return;
+      ahead.prepare = ctx.Prepare(ahead.batch, Mode::kTrain, step, client_.get(), &ahead.prepared);
+    });
+  };
+  const auto join_lookahead = [&] {
+    if (ahead.thread.joinable()) ahead.thread.join();
+  };
+  if (pipeline) LOG(INFO) << "Pipelined pulls: the next batch is pulled while a step computes";
   // Sync mode: the last step this trainer committed (0: none yet), and the global step the role
   // last heard of (-1: none yet; the chief reports the versions in between).
   int64_t committed = 0;
@@ -322,7 +357,21 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
           options.max_steps > 0 && global_step_ >= options.max_steps ? "max_steps" : "steps";
       break;
     }
-    absl::Status next = source->Next(&batch);
+    absl::Status next;
+    absl::Status prepare;
+    if (ahead.ready) {
+      join_lookahead();
+      ahead.ready = false;
+      std::swap(batch, ahead.batch);
+      std::swap(prepared, ahead.prepared);
+      next = ahead.next;
+      prepare = ahead.prepare;
+    } else {
+      next = source->Next(&batch);
+      if (next.ok()) {
+        prepare = ctx.Prepare(batch, Mode::kTrain, global_step_, client_.get(), &prepared);
+      }
+    }
     if (absl::IsOutOfRange(next)) {
       result.stop_reason = "input exhausted";
       break;
@@ -337,7 +386,9 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
 
     const int64_t step = global_step_ + 1;
     failure = [&]() -> absl::Status {
-      RETURN_IF_ERROR(ctx.BeginStep(batch, Mode::kTrain, global_step_, client_.get()));
+      RETURN_IF_ERROR(prepare);
+      ctx.BeginPreparedStep(batch, client_.get(), &prepared);
+      if (pipeline && (last_step == 0 || step < last_step)) start_lookahead();
       absl::StatusOr<EstimatorSpec> spec =
           config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);
       RETURN_IF_ERROR(ctx.status());
@@ -350,6 +401,7 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       return absl::OkStatus();
     }();
     ctx.EndStep();
+    join_lookahead();
     if (!failure.ok()) {
       failure = AnnotateCat(failure, "training step ", step);
       break;
@@ -414,6 +466,12 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
             << " after " << result.steps << " steps, " << result.examples << " examples in "
             << absl::StrFormat("%.1f", result.seconds) << " s";
   return result;
+}
+
+bool Estimator::PipelinePull() const {
+  if (config_.run.pipeline_pull == "on") return true;
+  if (config_.run.pipeline_pull == "off") return false;
+  return config_.role != nullptr && !sync();
 }
 
 absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input, const EvalOptions& options) {

@@ -177,6 +177,8 @@ class Estimator {
   absl::Status LoadLatest(bool allow_fresh);
   absl::Status LoadLatestAsChief(bool allow_fresh);
   bool sync() const { return config_.run.sync_replicas > 0; }
+  // Whether Train pulls the next batch during a step (run.pipeline_pull).
+  bool PipelinePull() const;
   // Sync mode: waits (sync_wait_timeout at most) until every shard reaches `version`; returns the
   // lowest shard version then.
   absl::StatusOr<int64_t> WaitForSyncVersion(int64_t version);

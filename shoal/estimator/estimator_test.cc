@@ -379,6 +379,58 @@ TEST_F(EstimatorTest, SyncTrainingWithOneReplicaEqualsAsyncExactly) {
               CheckpointBits(fs, JoinPath(dir_, "sync")));
 }
 
+// Pipelined pulls (the next batch read and pulled while a step computes) train every batch once,
+// stop exactly at max_steps and at the end of the input, and learn as well as plain steps do;
+// only the order of reads and updates differs, so the results are close, not equal.
+TEST_F(EstimatorTest, PipelinedPullTrainsEveryBatchOnceAndLearnsAsWell) {
+  const auto make = [&](const std::string& name, const std::string& pipeline) {
+    EstimatorConfig config = Config("wide_deep", JoinPath(dir_, name));
+    config.num_ps_shards = 2;
+    config.run.pipeline_pull = pipeline;
+    auto estimator = Estimator::Create(fs_, std::move(config));
+    EXPECT_TRUE(estimator.ok()) << estimator.status();
+    return std::move(*estimator);
+  };
+  auto plain = make("plain", "off");
+  auto piped = make("piped", "on");
+  ASSERT_OK_AND_ASSIGN(a, piped->Train(Input(train_, 50, 1), {.max_steps = 25}));
+  EXPECT_EQ(a.global_step, 25);
+  EXPECT_EQ(a.steps, 25);
+  EXPECT_EQ(a.examples, 25 * 50);
+  EXPECT_EQ(a.stop_reason, "max_steps");
+  // Two epochs of 40 batches from a fresh input: the input ends after 80 steps.
+  ASSERT_OK_AND_ASSIGN(b, piped->Train(Input(train_, 50, 2), {}));
+  EXPECT_EQ(b.steps, 80);
+  EXPECT_EQ(b.examples, 2 * 2000);
+  EXPECT_EQ(b.global_step, 105);
+  EXPECT_EQ(b.stop_reason, "input exhausted");
+  EXPECT_EQ(b.epochs_completed, 2);
+
+  ASSERT_TRUE(plain->Train(Input(train_, 50, 1), {.max_steps = 25}).ok());
+  ASSERT_TRUE(plain->Train(Input(train_, 50, 2), {}).ok());
+  ASSERT_OK_AND_ASSIGN(ep, plain->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  ASSERT_OK_AND_ASSIGN(eq, piped->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  EXPECT_EQ(eq.global_step, 105);
+  EXPECT_GT(eq.metrics["auc"], 0.8);
+  EXPECT_NEAR(eq.metrics["auc"], ep.metrics["auc"], 0.02);
+  EXPECT_NEAR(eq.metrics["loss"], ep.metrics["loss"], 0.05 * ep.metrics["loss"]);
+}
+
+TEST_F(EstimatorTest, PipelinedPullCannotBeOnWithSyncTraining) {
+  EstimatorConfig config = Config("wide_deep", dir_);
+  config.run.sync_replicas = 1;
+  config.run.pipeline_pull = "on";
+  absl::StatusOr<std::unique_ptr<Estimator>> estimator = Estimator::Create(fs_, config);
+  ASSERT_FALSE(estimator.ok());
+  EXPECT_EQ(estimator.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(estimator.status().message().find("pipeline_pull"), std::string::npos);
+  config.run.sync_replicas = 0;
+  config.run.pipeline_pull = "sometimes";
+  estimator = Estimator::Create(fs_, config);
+  ASSERT_FALSE(estimator.ok());
+  EXPECT_NE(estimator.status().message().find("auto, on or off"), std::string::npos);
+}
+
 TEST_F(EstimatorTest, CorruptLatestCheckpointFallsBackToThePreviousOne) {
   {
     auto estimator = Make("wide_deep", dir_);

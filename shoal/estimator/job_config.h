@@ -86,6 +86,12 @@ struct RunConfig {
   // SyncReplicasOptimizer): each update averages the gradients of min(N, trainers) trainers'
   // steps. docs/cluster.md, "Synchronous training".
   int sync_replicas = 0;
+  // Whether a trainer reads the next batch and pulls its parameters on a helper thread while the
+  // current step computes and pushes: "auto" (on for an asynchronous trainer of a cluster, off
+  // in one process, where it would make runs non-reproducible), "on" (asynchronous only) or
+  // "off". The pipelined pull misses the current step's own update, like any asynchronous read
+  // of the parameter servers. docs/cluster.md, "Pipelined pulls".
+  std::string pipeline_pull = "auto";
 };
 
 struct ExporterConfig {

@@ -137,6 +137,19 @@ TEST(JobConfigTest, SyncReplicasIsANonNegativeCount) {
             "--set run.sync_replicas=-1: run.sync_replicas: expected an integer >= 0, got '-1'");
 }
 
+TEST(JobConfigTest, PipelinePullIsAutoOnOrOffAndOnlyOnWhenAsync) {
+  absl::StatusOr<JobConfig> config = Parse(kMinimal);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.pipeline_pull, "auto");
+  config = Parse(kMinimal, {"run.pipeline_pull=off"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.pipeline_pull, "off");
+  EXPECT_NE(ErrorOf(kMinimal, {"run.pipeline_pull=maybe"}).find("run.pipeline_pull"),
+            std::string::npos);
+  const std::string sync_on = ErrorOf(kMinimal, {"run.sync_replicas=2", "run.pipeline_pull=on"});
+  EXPECT_NE(sync_on.find("needs asynchronous training"), std::string::npos) << sync_on;
+}
+
 TEST(JobConfigTest, MissingRequiredKeysAndSyntaxErrors) {
   EXPECT_EQ(ErrorOf(Replace("  type: wide_deep\n", "")),
             "/cfg/job.yaml:7:3: model.type: missing required key");

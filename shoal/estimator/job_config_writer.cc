@@ -296,6 +296,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
   w.Int("log_step_count_steps", r.log_step_count_steps);
   w.Int("seed", r.seed);
   w.Int("sync_replicas", r.sync_replicas);
+  w.Str("pipeline_pull", r.pipeline_pull);
   w.EndMap();
 
   const EvalConfig& e = c.eval;

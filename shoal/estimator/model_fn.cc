@@ -148,15 +148,15 @@ ModelSpec ModelContext::RecordedSpec() const {
 absl::Status ModelContext::BeginStep(const FeatureBatch& batch, Mode mode, int64_t step,
                                      ParameterClient* client) {
   recording_ = false;
-  status_ = absl::OkStatus();
-  mode_ = mode;
-  batch_ = &batch;
-  batch_size_ = batch.batch_size;
-  step_ = step;
-  client_ = client;
-  rng_ = Rng(Mix64(seed_ ^ Mix64(static_cast<uint64_t>(step))));
-  dense_input_ = nullptr;
   tables_.clear();
+  batch_ = nullptr;
+  RETURN_IF_ERROR(Prepare(batch, mode, step, client, &prepared_));
+  BeginPreparedStep(batch, client, &prepared_);
+  return absl::OkStatus();
+}
+
+absl::Status ModelContext::Prepare(const FeatureBatch& batch, Mode mode, int64_t step,
+                                   ParameterClient* client, PreparedStep* prepared) const {
   if (batch.dense.rank() != 2 || batch.dense.dim(0) != batch.batch_size ||
       batch.dense.dim(1) != layout_.dense_width()) {
     return absl::InvalidArgumentError(
@@ -168,7 +168,45 @@ absl::Status ModelContext::BeginStep(const FeatureBatch& batch, Mode mode, int64
                                                    " sparse features; the model expects ",
                                                    layout_.sparse.size()));
   }
-  RETURN_IF_ERROR(sparse_.Build(batch));
+  prepared->mode = mode;
+  prepared->step = step;
+  RETURN_IF_ERROR(prepared->sparse.Build(batch));
+  // Every table of the spec that the batch has: the model of a recorded spec asks for all of
+  // them, and one call per shard is much cheaper than one per table (docs/benchmarks.md).
+  const ModelSpec& spec = client->spec();
+  prepared->table_names.clear();
+  prepared->table_index.clear();
+  prepared->table_values.clear();
+  std::vector<TableLookup> lookups;
+  lookups.reserve(spec.tables.size());
+  for (const TableSpec& t : spec.tables) {
+    const int index = prepared->sparse.FindTable(t.name);
+    if (index < 0) continue;
+    const std::vector<uint64_t>& ids = prepared->sparse.tables()[index].ids;
+    prepared->table_names.push_back(t.name);
+    prepared->table_index.push_back(index);
+    Tensor& values =
+        prepared->table_values.emplace_back(Shape{static_cast<int64_t>(ids.size()), t.dim});
+    lookups.push_back(
+        {t.name, ids, absl::MakeSpan(values.data(), static_cast<size_t>(values.size()))});
+  }
+  return client->LookupMany(lookups, mode == Mode::kTrain ? LookupMode::kTrain
+                                                          : LookupMode::kInference,
+                            step, &prepared->dense_values);
+}
+
+void ModelContext::BeginPreparedStep(const FeatureBatch& batch, ParameterClient* client,
+                                     PreparedStep* prepared) {
+  recording_ = false;
+  status_ = absl::OkStatus();
+  mode_ = prepared->mode;
+  batch_ = &batch;
+  batch_size_ = batch.batch_size;
+  step_ = prepared->step;
+  client_ = client;
+  rng_ = Rng(Mix64(seed_ ^ Mix64(static_cast<uint64_t>(step_))));
+  dense_input_ = nullptr;
+  if (prepared != &prepared_) std::swap(prepared_, *prepared);
   const ModelSpec& spec = client->spec();
   if (bound_index_.size() != spec.dense.size()) {
     bound_index_.clear();
@@ -176,25 +214,13 @@ absl::Status ModelContext::BeginStep(const FeatureBatch& batch, Mode mode, int64
       bound_index_[spec.dense[i].name] = static_cast<int>(i);
     }
   }
-  // Every table of the spec that the batch has: the model of a recorded spec asks for all of
-  // them, and one call per shard is much cheaper than one per table (docs/benchmarks.md).
-  std::vector<TableLookup> lookups;
-  lookups.reserve(spec.tables.size());
-  for (const TableSpec& t : spec.tables) {
-    const int index = sparse_.FindTable(t.name);
-    if (index < 0) continue;
-    const std::vector<uint64_t>& ids = sparse_.tables()[index].ids;
-    TableState& state = tables_[t.name];
-    state.sparse_table = index;
-    state.values = Tensor(Shape{static_cast<int64_t>(ids.size()), t.dim});
-    lookups.push_back(
-        {t.name, ids,
-         absl::MakeSpan(state.values.data(), static_cast<size_t>(state.values.size()))});
+  tables_.clear();
+  for (size_t i = 0; i < prepared_.table_names.size(); ++i) {
+    TableState& state = tables_[prepared_.table_names[i]];
+    state.sparse_table = prepared_.table_index[i];
+    state.values = std::move(prepared_.table_values[i]);
   }
-  RETURN_IF_ERROR(client->LookupMany(
-      lookups, training() ? LookupMode::kTrain : LookupMode::kInference, step, &dense_values_));
-  dense_leaves_.assign(dense_values_.size(), nullptr);
-  return absl::OkStatus();
+  dense_leaves_.assign(prepared_.dense_values.size(), nullptr);
 }
 
 nn::Var ModelContext::DenseInput() {
@@ -238,7 +264,7 @@ nn::Var ModelContext::Variable(absl::string_view name, const Shape& shape,
     return Placeholder(shape);
   }
   if (dense_leaves_[index] == nullptr) {
-    dense_leaves_[index] = nn::Leaf(std::move(dense_values_[index]), training());
+    dense_leaves_[index] = nn::Leaf(std::move(prepared_.dense_values[index]), training());
   }
   return dense_leaves_[index];
 }
@@ -309,7 +335,7 @@ nn::Var ModelContext::Embedding(absl::string_view feature, absl::string_view gro
   if (!status_.ok() || !KnownGroup(group)) return Placeholder(Shape{batch_size_, spec.dim});
   nn::Var rows = TableRows(spec.table, spec.dim, group);
   if (recording_ || !status_.ok()) return Placeholder(Shape{batch_size_, spec.dim});
-  return nn::EmbeddingPool(rows, sparse_.features()[*index].ids, CombinerOf(spec.pooling));
+  return nn::EmbeddingPool(rows, prepared_.sparse.features()[*index].ids, CombinerOf(spec.pooling));
 }
 
 nn::Var ModelContext::Linear(absl::string_view feature, int64_t units, absl::string_view group) {
@@ -328,7 +354,7 @@ nn::Var ModelContext::Linear(absl::string_view feature, int64_t units, absl::str
   if (recording_ || !status_.ok()) return Placeholder(Shape{batch_size_, units});
   // Linear terms sum the weights of an example's ids (with their weights), whatever the
   // feature's pooling for embeddings: TF's linear model does the same.
-  return nn::EmbeddingPool(rows, sparse_.features()[*index].ids, nn::Combiner::kSum);
+  return nn::EmbeddingPool(rows, prepared_.sparse.features()[*index].ids, nn::Combiner::kSum);
 }
 
 absl::Status ModelContext::PushGradients(int64_t step) {
@@ -338,7 +364,7 @@ absl::Status ModelContext::PushGradients(int64_t step) {
     const nn::Var& rows = state.rows;
     if (rows == nullptr || rows->grad.empty() || rows->value.dim(0) == 0) continue;
     pushes.push_back(
-        {name, sparse_.tables()[state.sparse_table].ids,
+        {name, prepared_.sparse.tables()[state.sparse_table].ids,
          absl::MakeConstSpan(rows->grad.data(), static_cast<size_t>(rows->grad.size()))});
   }
   std::vector<Tensor> grads(dense_leaves_.size());

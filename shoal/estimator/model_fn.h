@@ -88,6 +88,20 @@ struct FeatureLayout {
 DenseInitializer Zeros();
 DenseInitializer GlorotUniformInit();
 
+// One step's inputs gathered before the step runs: its ids grouped per table and the values
+// pulled for them (ModelContext::Prepare). Training can prepare the next batch on another
+// thread while the current one computes (run.pipeline_pull); the batch itself stays with the
+// caller. Buffers are reused when a PreparedStep is prepared again.
+struct PreparedStep {
+  Mode mode = Mode::kTrain;
+  int64_t step = 0;
+  SparseBatch sparse;
+  std::vector<std::string> table_names;  // the tables looked up, in client spec order
+  std::vector<int> table_index;          // per looked-up table: its index in sparse.tables()
+  std::vector<Tensor> table_values;      // per looked-up table: [unique ids, dim]
+  std::vector<Tensor> dense_values;      // client->spec().dense order
+};
+
 class ModelContext {
  public:
   // `groups` are the optimizer groups parameters may name (e.g. "deep", "wide").
@@ -130,6 +144,15 @@ class ModelContext {
   // The model's Embedding/Linear calls then bind the prefetched rows.
   [[nodiscard]] absl::Status BeginStep(const FeatureBatch& batch, Mode mode, int64_t step,
                                        ParameterClient* client);
+  // The two halves of BeginStep. Prepare checks `batch` against the layout, groups its ids and
+  // makes the LookupMany into *prepared; it reads nothing of the context but the layout, so it may
+  // run on another thread while the context computes a step (never two Prepares into one
+  // PreparedStep at once). BeginPreparedStep starts the step on `batch` with those values
+  // (swapping buffers with *prepared); `batch` must be the one prepared and outlive the step.
+  [[nodiscard]] absl::Status Prepare(const FeatureBatch& batch, Mode mode, int64_t step,
+                                     ParameterClient* client, PreparedStep* prepared) const;
+  void BeginPreparedStep(const FeatureBatch& batch, ParameterClient* client,
+                         PreparedStep* prepared);
   // After Backward(loss): pushes the dense and sparse gradients as update `step` (>= 1), all in
   // one ParameterClient::PushMany.
   [[nodiscard]] absl::Status PushGradients(int64_t step);
@@ -167,10 +190,9 @@ class ModelContext {
   int64_t batch_size_ = 0;
   int64_t step_ = 0;
   ParameterClient* client_ = nullptr;
-  std::vector<Tensor> dense_values_;   // pulled, in spec order (client->spec().dense)
   std::vector<nn::Var> dense_leaves_;  // bound this step, or null
   absl::flat_hash_map<std::string, int> bound_index_;  // name -> index in client spec
-  SparseBatch sparse_;
+  PreparedStep prepared_;  // BeginStep's; its sparse batch is the step's
   absl::flat_hash_map<std::string, TableState> tables_;  // looked up at BeginStep
   nn::Var dense_input_;
 };
