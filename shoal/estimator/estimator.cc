@@ -47,8 +47,8 @@ absl::Status Check(const EstimatorConfig& config) {
   }
   const std::string& pipeline = config.run.pipeline_pull;
   if (pipeline != "auto" && pipeline != "on" && pipeline != "off") {
-    return absl::InvalidArgumentError(absl::StrCat("run.pipeline_pull is '", pipeline,
-                                                   "'; it must be auto, on or off"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.pipeline_pull is '", pipeline, "'; it must be auto, on or off"));
   }
   if (pipeline == "on" && config.run.sync_replicas > 0) {
     return absl::InvalidArgumentError(

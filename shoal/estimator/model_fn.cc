@@ -190,8 +190,8 @@ absl::Status ModelContext::Prepare(const FeatureBatch& batch, Mode mode, int64_t
     lookups.push_back(
         {t.name, ids, absl::MakeSpan(values.data(), static_cast<size_t>(values.size()))});
   }
-  return client->LookupMany(lookups, mode == Mode::kTrain ? LookupMode::kTrain
-                                                          : LookupMode::kInference,
+  return client->LookupMany(lookups,
+                            mode == Mode::kTrain ? LookupMode::kTrain : LookupMode::kInference,
                             step, &prepared->dense_values);
 }
 

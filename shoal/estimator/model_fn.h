@@ -190,7 +190,7 @@ class ModelContext {
   int64_t batch_size_ = 0;
   int64_t step_ = 0;
   ParameterClient* client_ = nullptr;
-  std::vector<nn::Var> dense_leaves_;  // bound this step, or null
+  std::vector<nn::Var> dense_leaves_;                  // bound this step, or null
   absl::flat_hash_map<std::string, int> bound_index_;  // name -> index in client spec
   PreparedStep prepared_;  // BeginStep's; its sparse batch is the step's
   absl::flat_hash_map<std::string, TableState> tables_;  // looked up at BeginStep

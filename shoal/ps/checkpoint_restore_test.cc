@@ -71,13 +71,75 @@ class CheckpointRestoreTest : public ::testing::Test {
     }
   }
 
+  // Trains 2 shards, saves, restores into 3, 1 and 2 shards and checks values and slots.
+  void RoundTrip();
+
   FileSystems fs_;
   FileSystem* mem_ = nullptr;
-  const ModelSpec spec_ = WideDeepSpec();
+  ModelSpec spec_ = WideDeepSpec();
   std::vector<uint64_t> ids_;
 };
 
-TEST_F(CheckpointRestoreTest, RoundTripReshardsValuesAndSlots) {
+TEST_F(CheckpointRestoreTest, RoundTripReshardsValuesAndSlots) { RoundTrip(); }
+
+// A dense variable of kDenseSplitBytes or more is split by rows over the shards: each shard
+// saves its rows as "<name>@rows-B-E", and any number of shards restores them.
+TEST_F(CheckpointRestoreTest, SplitDenseVariableRoundTripsIntoAnyNumberOfShards) {
+  spec_.dense.push_back({.name = "dnn/big/kernel",
+                         .shape = {1030, 256},  // 1.05 MB
+                         .initializer = {.kind = DenseInitializer::Kind::kGlorotUniform},
+                         .group = "deep"});
+  {
+    Shards two(fs_, 2);
+    ASSERT_TRUE(two.Initialize(spec_).ok());
+    Train(two, 1, 1);
+    const std::string dir = two.Save(*mem_, "mem://split_entries", 1).value();
+    auto reader = CheckpointReader::Open(*mem_, dir).value();
+    std::vector<std::string> names;
+    for (const EntryInfo& e : reader->ListEntries()) names.push_back(e.name);
+    EXPECT_THAT(names, ::testing::IsSupersetOf(
+                           {"dnn/big/kernel@rows-0-515", "dnn/big/kernel@rows-515-1030"}));
+    EXPECT_THAT(names, ::testing::Not(::testing::Contains("dnn/big/kernel")));
+    EXPECT_EQ(reader->FindEntry("dnn/big/kernel@rows-515-1030")->shape, (Shape{515, 256}));
+    // Each shard holds and serves its rows under the variable's name.
+    std::vector<Tensor> values;
+    const std::string name = "dnn/big/kernel";
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_TRUE(two[k].PullDense({&name, 1}, &values).ok());
+      EXPECT_EQ(values[0].shape(), (Shape{515, 256}));
+    }
+    const Tensor whole_grad(Shape{1030, 256}, 0.1f);
+    absl::Status wrong = two[0].PushDense({&name, 1}, {&whole_grad, 1}, 2);
+    EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(
+        wrong.message().find("the variable's rows [515, 1030) on shard 0 have shape [515, 256]"),
+        std::string::npos)
+        << wrong;
+  }
+  RoundTrip();
+}
+
+// A checkpoint missing a slice of a split variable is DATA_LOSS, not rows left at their initial
+// values.
+TEST_F(CheckpointRestoreTest, MissingDenseSliceIsDataLoss) {
+  spec_.dense.push_back({.name = "dnn/big/kernel", .shape = {1030, 256}, .group = "deep"});
+  // One shard file holding rows [0, 515) only (Adagrad has one slot, "accum").
+  const std::string dir = PrepareCheckpointDir(*mem_, kModelDir, 1).value();
+  auto writer = ShardWriter::Create(*mem_, dir, 0, 1).value();
+  const Tensor half(Shape{515, 256}, 0.5f);
+  ASSERT_TRUE(writer->AddDense("dnn/big/kernel@rows-0-515", half, {half}, {"accum"}).ok());
+  const ShardFileInfo info = writer->Finish().value();
+  ASSERT_TRUE(CommitCheckpoint(*mem_, kModelDir, 1, {info}, "").ok());
+  for (int n : {1, 2}) {
+    Shards restored(fs_, n);
+    absl::Status status = restored.Restore(spec_, dir);
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_NE(status.message().find("of dense variable 'dnn/big/kernel'"), std::string::npos)
+        << status;
+  }
+}
+
+void CheckpointRestoreTest::RoundTrip() {
   Shards trained(fs_, 2);
   ASSERT_TRUE(trained.Initialize(spec_).ok());
   Train(trained, 1, 3);

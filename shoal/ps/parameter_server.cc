@@ -1,6 +1,7 @@
 #include "shoal/ps/parameter_server.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -34,6 +35,20 @@ bool ParseTablePart(absl::string_view entry, absl::string_view table, int* part_
          *part_shard < *part_count;
 }
 
+constexpr absl::string_view kRowsInfix = "@rows-";
+
+// True if `entry` is a slice of `variable`: "<variable>@rows-B-E"; sets *begin and *end.
+bool ParseDenseSlice(absl::string_view entry, absl::string_view variable, int64_t* begin,
+                     int64_t* end) {
+  if (!absl::StartsWith(entry, variable)) return false;
+  absl::string_view rest = entry.substr(variable.size());
+  if (!absl::ConsumePrefix(&rest, kRowsInfix)) return false;
+  const size_t dash = rest.find('-');
+  if (dash == absl::string_view::npos) return false;
+  return absl::SimpleAtoi(rest.substr(0, dash), begin) &&
+         absl::SimpleAtoi(rest.substr(dash + 1), end) && *begin >= 0 && *begin < *end;
+}
+
 std::string SlotNamesString(const std::vector<std::string>& names) {
   return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
 }
@@ -52,6 +67,10 @@ void DivideBy(absl::Span<float> values, int commits) {
 
 }  // namespace
 
+std::string DenseSliceEntryName(absl::string_view variable, int64_t begin, int64_t end) {
+  return absl::StrCat(variable, kRowsInfix, begin, "-", end);
+}
+
 std::string TablePartEntryName(absl::string_view table, int shard, int num_shards) {
   return absl::StrCat(table, kPartInfix, absl::Dec(shard, absl::kZeroPad5), "-of-",
                       absl::Dec(num_shards, absl::kZeroPad5));
@@ -60,6 +79,10 @@ std::string TablePartEntryName(absl::string_view table, int shard, int num_shard
 struct ParameterServer::DenseVar {
   const DenseVariableSpec* spec = nullptr;  // into State::spec
   const Optimizer* optimizer = nullptr;     // of its group, owned by State
+  int64_t begin = 0;                        // the rows [begin, end) of the variable held here
+  int64_t end = 0;
+  Shape shape;         // of those rows (the variable's unless it is split)
+  bool split = false;  // another shard holds other rows
   mutable Mutex mu;
   Tensor value ABSL_GUARDED_BY(mu);
   std::vector<float> slots ABSL_GUARDED_BY(mu);  // [slot][value.size()]
@@ -74,8 +97,9 @@ struct ParameterServer::Table {
 struct ParameterServer::State {
   ModelSpec spec;
   absl::flat_hash_map<std::string, std::unique_ptr<Optimizer>> optimizers;  // by group
-  absl::flat_hash_map<std::string, int> dense_shard;  // every dense variable of the spec
-  std::vector<std::unique_ptr<DenseVar>> dense;       // the owned ones, in spec order
+  // Every dense variable of the spec: where its rows are.
+  absl::flat_hash_map<std::string, std::vector<DenseSlice>> dense_slices;
+  std::vector<std::unique_ptr<DenseVar>> dense;  // the owned ones, in spec order
   absl::flat_hash_map<std::string, DenseVar*> dense_by_name;
   std::vector<Table> tables;  // spec order
   absl::flat_hash_map<std::string, size_t> table_index;
@@ -116,16 +140,26 @@ absl::StatusOr<std::unique_ptr<ParameterServer::State>> ParameterServer::BuildSt
   for (const OptimizerGroupSpec& g : s.groups) {
     ASSIGN_OR_RETURN(state->optimizers[g.name], CreateOptimizer(g.options), "group '", g.name, "'");
   }
-  const std::vector<int> placement = DensePlacement(s, num_shards_);
+  std::vector<std::vector<DenseSlice>> placement = DenseSlices(s, num_shards_);
   for (size_t i = 0; i < s.dense.size(); ++i) {
     const DenseVariableSpec& v = s.dense[i];
-    state->dense_shard[v.name] = placement[i];
-    if (placement[i] != shard_) continue;
+    std::optional<DenseSlice> mine;
+    for (const DenseSlice& slice : placement[i]) {
+      if (slice.shard == shard_) mine = slice;
+    }
+    const bool split = placement[i].size() > 1;
+    state->dense_slices[v.name] = std::move(placement[i]);
+    if (!mine.has_value()) continue;
     auto var = std::make_unique<DenseVar>();
     var->spec = &v;
     var->optimizer = state->optimizers.at(v.group).get();
+    var->begin = mine->begin;
+    var->end = mine->end;
+    var->split = split;
     MutexLock lock(&var->mu);
     var->value = DenseInitialValue(s, v);
+    if (var->split) var->value = RowsOf(var->value, var->begin, var->end);
+    var->shape = var->value.shape();
     var->slots.resize(static_cast<size_t>(var->optimizer->num_slots() * var->value.size()));
     var->optimizer->InitSlots(absl::MakeSpan(var->slots));
     state->dense_by_name[v.name] = var.get();
@@ -170,12 +204,17 @@ absl::StatusOr<ParameterServer::DenseVar*> ParameterServer::FindDense(
     const State& state, const std::string& name) const {
   auto it = state.dense_by_name.find(name);
   if (it != state.dense_by_name.end()) return it->second;
-  auto owner = state.dense_shard.find(name);
-  if (owner == state.dense_shard.end()) {
+  auto owner = state.dense_slices.find(name);
+  if (owner == state.dense_slices.end()) {
     return absl::InvalidArgumentError(absl::StrCat("unknown dense variable '", name, "'"));
   }
+  if (owner->second.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("dense variable '", name, "' is split over ",
+                                                   owner->second.size(),
+                                                   " shards and has no rows on shard ", shard_));
+  }
   return absl::InvalidArgumentError(absl::StrCat("dense variable '", name, "' is on shard ",
-                                                 owner->second, ", not shard ", shard_));
+                                                 owner->second[0].shard, ", not shard ", shard_));
 }
 
 absl::StatusOr<ParameterServer::Table*> ParameterServer::FindTable(State& state,
@@ -229,10 +268,13 @@ absl::StatusOr<std::vector<ParameterServer::DenseVar*>> ParameterServer::CheckDe
   vars.reserve(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     ASSIGN_OR_RETURN(DenseVar * var, FindDense(state, names[i]));
-    if (grads[i].shape() != var->spec->shape) {
+    if (grads[i].shape() != var->shape) {
       return absl::InvalidArgumentError(
           absl::StrCat("gradient of '", names[i], "' has shape ", ShapeToString(grads[i].shape()),
-                       ", the variable ", ShapeToString(var->spec->shape)));
+                       var->split ? absl::StrCat("; the variable's rows [", var->begin, ", ",
+                                                 var->end, ") on shard ", shard_, " have shape ")
+                                  : std::string(", the variable "),
+                       ShapeToString(var->shape)));
     }
     for (const DenseVar* earlier : vars) {
       if (earlier == var) {
@@ -429,8 +471,9 @@ absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint
       std::copy_n(var->slots.begin() + k * n, n, slot.data());
       slots.push_back(std::move(slot));
     }
-    RETURN_IF_ERROR(
-        writer->AddDense(var->spec->name, var->value, slots, var->optimizer->slot_names()));
+    const std::string entry =
+        var->split ? DenseSliceEntryName(var->spec->name, var->begin, var->end) : var->spec->name;
+    RETURN_IF_ERROR(writer->AddDense(entry, var->value, slots, var->optimizer->slot_names()));
   }
   for (const Table& t : state_->tables) {
     RETURN_IF_ERROR(writer->AddTable(TablePartEntryName(t.spec->name, shard_, num_shards_),
@@ -439,43 +482,80 @@ absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint
   return writer->Finish();
 }
 
+absl::Status ParameterServer::ReadDenseRows(const CheckpointReader& reader,
+                                            absl::Span<const EntryInfo> entries,
+                                            DenseVar* var) const {
+  const DenseVariableSpec& spec = *var->spec;
+  const std::string& name = spec.name;
+  const std::vector<std::string> slot_names = var->optimizer->slot_names();
+  const int64_t rows = DenseRows(spec.shape);
+  const int64_t row_size = NumElements(spec.shape) / rows;
+  const int64_t n = var->end - var->begin;  // rows held here
+  int64_t covered = 0;                      // of them, rows read (entries never overlap)
+  bool found = false;                       // the checkpoint has some entry of the variable
+  for (const EntryInfo& e : entries) {
+    int64_t begin = 0;
+    int64_t end = rows;
+    if (e.name != name && !ParseDenseSlice(e.name, name, &begin, &end)) continue;
+    if (e.kind != EntryKind::kDense) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint entry '", e.name, "' is a table, the spec has a dense variable"));
+    }
+    Shape expected = spec.shape;
+    if (e.name != name) {
+      if (spec.shape.empty() || end > rows) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("checkpoint entry '", e.name, "' holds rows [", begin, ", ", end,
+                         ") of a variable the spec gives shape ", ShapeToString(spec.shape)));
+      }
+      expected[0] = end - begin;
+    }
+    if (e.shape != expected) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint entry '", e.name, "' has shape ",
+                                                     ShapeToString(e.shape), ", the spec ",
+                                                     ShapeToString(expected)));
+    }
+    if (e.slot_names != slot_names) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint entry '", e.name, "' has optimizer slots ", SlotNamesString(e.slot_names),
+          ", the spec's optimizer ", SlotNamesString(slot_names)));
+    }
+    found = true;
+    const int64_t from = std::max(begin, var->begin);
+    const int64_t to = std::min(end, var->end);
+    if (from >= to) continue;  // rows another shard holds
+    ASSIGN_OR_RETURN(DenseVariable saved, reader.ReadDense(e.name));
+    const int64_t count = (to - from) * row_size;
+    const int64_t src = (from - begin) * row_size;
+    const int64_t dst = (from - var->begin) * row_size;
+    MutexLock var_lock(&var->mu);
+    std::copy_n(saved.value.data() + src, count, var->value.data() + dst);
+    const int64_t held = n * row_size;
+    for (size_t k = 0; k < saved.slots.size(); ++k) {
+      std::copy_n(saved.slots[k].data() + src, count,
+                  var->slots.begin() + static_cast<int64_t>(k) * held + dst);
+    }
+    covered += to - from;
+  }
+  // No entry: a variable the checkpoint predates keeps its initial value. Rows not covered by the
+  // entries there are: slices are missing.
+  if (found && covered != n) {
+    return absl::DataLossError(absl::StrCat("checkpoint has ", covered, " of the ", n, " rows [",
+                                            var->begin, ", ", var->end, ") of dense variable '",
+                                            name, "'"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParameterServer::ReadCheckpoint(absl::string_view dir, State* state,
                                              int64_t* step) const {
   ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(dir));
   ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader, CheckpointReader::Open(*fs, dir));
   *step = reader->step();
   const std::vector<EntryInfo> entries = reader->ListEntries();
-  absl::flat_hash_map<absl::string_view, const EntryInfo*> by_name;
-  for (const EntryInfo& e : entries) by_name[e.name] = &e;
 
   for (const std::unique_ptr<DenseVar>& var : state->dense) {
-    const std::string& name = var->spec->name;
-    auto it = by_name.find(name);
-    if (it == by_name.end())
-      continue;  // a variable the checkpoint predates keeps its initial value
-    const EntryInfo& e = *it->second;
-    const std::vector<std::string> slot_names = var->optimizer->slot_names();
-    if (e.kind != EntryKind::kDense) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("checkpoint entry '", name, "' is a table, the spec has a dense variable"));
-    }
-    if (e.shape != var->spec->shape) {
-      return absl::InvalidArgumentError(absl::StrCat("checkpoint entry '", name, "' has shape ",
-                                                     ShapeToString(e.shape), ", the spec ",
-                                                     ShapeToString(var->spec->shape)));
-    }
-    if (e.slot_names != slot_names) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint entry '", name, "' has optimizer slots ", SlotNamesString(e.slot_names),
-          ", the spec's optimizer ", SlotNamesString(slot_names)));
-    }
-    ASSIGN_OR_RETURN(DenseVariable saved, reader->ReadDense(name));
-    MutexLock var_lock(&var->mu);
-    var->value = std::move(saved.value);
-    const int64_t n = var->value.size();
-    for (size_t k = 0; k < saved.slots.size(); ++k) {
-      std::copy_n(saved.slots[k].data(), n, var->slots.begin() + static_cast<int64_t>(k) * n);
-    }
+    RETURN_IF_ERROR(ReadDenseRows(*reader, entries, var.get()));
   }
 
   for (const Table& t : state->tables) {

@@ -12,7 +12,10 @@
 //   RETURN_IF_ERROR(client.Initialize(spec));
 //
 // Checkpoints: Save writes shard file `shard` of `num_shards` (checkpoint/shard_writer.h). Dense
-// variables are entries named as the variable; this shard's part of table T is the entry
+// variables are entries named as the variable, and a slice of a split variable V is the entry
+// DenseSliceEntryName(V, begin, end) ("V@rows-B-E"); Restore copies the rows a shard holds from
+// whichever entries of V overlap them (a whole V, or slices cut for any number of shards). This
+// shard's part of table T is the entry
 // TablePartEntryName(T, shard, num_shards) ("T@part-KKKKK-of-NNNNN"), since entry names are unique
 // across a checkpoint. Restore reads every part of every table (and an entry named exactly T, as
 // a whole-table writer would save it) and keeps the rows it owns, so a checkpoint restores into
@@ -51,6 +54,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "shoal/base/mutex.h"
+#include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/embedding/hash_table.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/optim/optimizer.h"
@@ -61,6 +65,8 @@ namespace shoal {
 
 // The checkpoint entry holding shard `shard` of `num_shards`'s rows of `table`.
 std::string TablePartEntryName(absl::string_view table, int shard, int num_shards);
+// The checkpoint entry holding rows [begin, end) of split dense variable `variable`.
+std::string DenseSliceEntryName(absl::string_view variable, int64_t begin, int64_t end);
 
 // What a shard's synchronous-training state looks like, for logs and tests.
 struct SyncStats {
@@ -121,6 +127,9 @@ class ParameterServer final : public ParameterService {
   absl::StatusOr<std::unique_ptr<State>> BuildState(const ModelSpec& spec) const;
   // Reads what this shard owns of checkpoint `dir` into `state`; *step = the checkpoint's step.
   absl::Status ReadCheckpoint(absl::string_view dir, State* state, int64_t* step) const;
+  // Copies the rows `var` holds from the checkpoint's entries of its variable (whole or slices).
+  absl::Status ReadDenseRows(const CheckpointReader& reader, absl::Span<const EntryInfo> entries,
+                             DenseVar* var) const;
   absl::StatusOr<DenseVar*> FindDense(const State& state, const std::string& name) const;
   absl::StatusOr<Table*> FindTable(State& state, absl::string_view name) const;
   absl::Status CheckOwned(absl::string_view table, absl::Span<const uint64_t> ids) const;

@@ -47,25 +47,37 @@ class Shards {
     return 0;
   }
 
-  // Every dense variable by name.
+  // Every dense variable by name (the slices of a split one joined).
   std::map<std::string, Tensor> PullAll() {
     std::map<std::string, Tensor> out;
-    const std::vector<int> placement = DensePlacement(spec_, size());
+    const auto placement = DenseSlices(spec_, size());
     for (size_t i = 0; i < spec_.dense.size(); ++i) {
-      std::vector<Tensor> values;
       const std::string& name = spec_.dense[i].name;
-      EXPECT_TRUE(servers_[placement[i]]->PullDense({&name, 1}, &values).ok());
-      if (values.size() == 1) out[name] = values[0];
+      Tensor whole(spec_.dense[i].shape);
+      for (const DenseSlice& slice : placement[i]) {
+        std::vector<Tensor> values;
+        EXPECT_TRUE(servers_[slice.shard]->PullDense({&name, 1}, &values).ok());
+        if (values.size() != 1) return {};
+        if (placement[i].size() == 1) {
+          whole = values[0];
+        } else {
+          CopyRowsInto(values[0], slice.begin, &whole);
+        }
+      }
+      out[name] = std::move(whole);
     }
     return out;
   }
 
   absl::Status PushAll(int64_t step) {
-    const std::vector<int> placement = DensePlacement(spec_, size());
+    const auto placement = DenseSlices(spec_, size());
     for (size_t i = 0; i < spec_.dense.size(); ++i) {
       const Tensor grad = SomeGradTensor(spec_.dense[i].shape, step + static_cast<int64_t>(i));
-      RETURN_IF_ERROR(
-          servers_[placement[i]]->PushDense({&spec_.dense[i].name, 1}, {&grad, 1}, step));
+      for (const DenseSlice& slice : placement[i]) {
+        const Tensor part = placement[i].size() == 1 ? grad : RowsOf(grad, slice.begin, slice.end);
+        RETURN_IF_ERROR(
+            servers_[slice.shard]->PushDense({&spec_.dense[i].name, 1}, {&part, 1}, step));
+      }
     }
     return absl::OkStatus();
   }

@@ -1,5 +1,6 @@
 #include "shoal/rpc/parameter_service.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -60,12 +61,16 @@ absl::Status ValidateDenseInitializer(const DenseInitializer& init, const Shape&
   return absl::InvalidArgumentError("unknown dense initializer kind");
 }
 
-// Checkpoint entries of table parts are "<table>@part-K-of-N" (ps/parameter_server.h), so no
-// name may contain that marker.
+// Checkpoint entries of table parts are "<table>@part-K-of-N" and those of dense slices
+// "<variable>@rows-B-E" (ps/parameter_server.h), so no name may contain those markers.
 absl::Status CheckReservedName(absl::string_view name) {
   if (absl::StrContains(name, "@part-")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model spec: name '", name, "' contains '@part-', reserved for checkpoint table parts"));
+  }
+  if (absl::StrContains(name, "@rows-")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model spec: name '", name, "' contains '@rows-', reserved for checkpoint dense slices"));
   }
   return absl::OkStatus();
 }
@@ -194,18 +199,42 @@ int RowShard(uint64_t id, int num_shards) {
   return static_cast<int>(Mix64(id ^ kPlacementSalt) % static_cast<uint64_t>(num_shards));
 }
 
-std::vector<int> DensePlacement(const ModelSpec& spec, int num_shards) {
+int64_t DenseRows(const Shape& shape) { return shape.empty() ? 1 : shape[0]; }
+
+std::vector<std::vector<DenseSlice>> DenseSlices(const ModelSpec& spec, int num_shards) {
   CHECK_GE(num_shards, 1);
   std::vector<int64_t> bytes(static_cast<size_t>(num_shards), 0);
-  std::vector<int> placement;
-  placement.reserve(spec.dense.size());
+  // Shards by (bytes so far, index), the least loaded first.
+  std::vector<int> order(static_cast<size_t>(num_shards));
+  const auto sort_by_load = [&] {
+    for (int k = 0; k < num_shards; ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bytes[a] < bytes[b]; });
+  };
+  std::vector<std::vector<DenseSlice>> slices;
+  slices.reserve(spec.dense.size());
   for (const DenseVariableSpec& v : spec.dense) {
-    int best = 0;
-    for (int k = 1; k < num_shards; ++k) {
-      if (bytes[k] < bytes[best]) best = k;
+    const int64_t rows = DenseRows(v.shape);
+    const int64_t var_bytes = NumElements(v.shape) * static_cast<int64_t>(sizeof(float));
+    const int64_t row_bytes = rows == 0 ? 0 : var_bytes / rows;
+    const int parts = var_bytes >= kDenseSplitBytes && rows >= 2
+                          ? static_cast<int>(std::min<int64_t>(num_shards, rows))
+                          : 1;
+    sort_by_load();
+    std::vector<DenseSlice>& var_slices = slices.emplace_back();
+    for (int p = 0; p < parts; ++p) {
+      const DenseSlice slice{
+          .shard = order[p], .begin = rows * p / parts, .end = rows * (p + 1) / parts};
+      bytes[slice.shard] += (slice.end - slice.begin) * row_bytes;
+      var_slices.push_back(slice);
     }
-    bytes[best] += NumElements(v.shape) * static_cast<int64_t>(sizeof(float));
-    placement.push_back(best);
+  }
+  return slices;
+}
+
+std::vector<int> DensePlacement(const ModelSpec& spec, int num_shards) {
+  std::vector<int> placement;
+  for (const std::vector<DenseSlice>& slices : DenseSlices(spec, num_shards)) {
+    placement.push_back(slices.size() == 1 ? slices[0].shard : -1);
   }
   return placement;
 }

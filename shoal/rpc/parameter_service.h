@@ -5,8 +5,13 @@
 // the placement rules below, which are pure functions of (spec, name or id, number of shards): a
 // worker, a PS and a restoring PS all compute the same owner without talking to each other.
 //
-//   dense variable: DensePlacement(spec, num_shards)[i] -- greedy by bytes, in spec order
+//   dense variable: DenseSlices(spec, num_shards)[i] -- whole, greedy by bytes in spec order; or,
+//                   from kDenseSplitBytes on, split by rows into one slice per shard
 //   embedding row:  RowShard(id, num_shards) = Mix64(id ^ kPlacementSalt) % num_shards
+//
+// A shard holding a slice of a split variable serves it under the variable's name with the
+// slice's shape: PullDense returns its rows, PushDense takes the gradient of its rows (the
+// optimizers are element-wise, so a split variable trains exactly as a whole one).
 //
 // Initial values derive from (spec.seed, variable name) and (table seed, id) only, never from the
 // shard, so a run is reproducible whatever the number of PS and a checkpoint restores into any
@@ -112,7 +117,8 @@ struct ModelSpec {
 };
 
 // INVALID_ARGUMENT naming the field: empty or repeated names (variables and tables share one
-// namespace), names containing "@part-" (reserved for checkpoint entries of table parts), unknown
+// namespace), names containing "@part-" or "@rows-" (reserved for checkpoint entries of table parts
+// and dense slices), unknown
 // groups, shapes with a dimension < 1, initializers that cannot apply (glorot on a scalar, stddev
 // <= 0), table dims outside [1, HashEmbeddingTable::kMaxDim], min_count outside [1, 255],
 // optimizer options CreateOptimizer rejects.
@@ -142,9 +148,31 @@ bool HasRepeatedIds(absl::Span<const uint64_t> ids);
 // The shard owning embedding row `id` among `num_shards` >= 1.
 int RowShard(uint64_t id, int num_shards);
 
-// The shard of each spec.dense[i], balancing bytes: variables in spec order go to the shard with
-// the fewest bytes so far (lowest index on ties).
+// Rows [begin, end) of a dense variable (its first dimension; a scalar is one row) held by `shard`.
+struct DenseSlice {
+  int shard = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+  bool operator==(const DenseSlice&) const = default;
+};
+
+// A dense variable of at least this many bytes and at least 2 rows is split by rows over the
+// shards (when there are several), so one large variable does not load one PS with its bytes, its
+// optimizer slots and all of its traffic.
+inline constexpr int64_t kDenseSplitBytes = int64_t{1} << 20;
+
+// Where each spec.dense[i] lives. A variable below kDenseSplitBytes (or with one row, or with one
+// shard) is one slice of all its rows on the shard with the fewest bytes so far (variables in spec
+// order, lowest index on ties). A larger one is split into min(num_shards, rows) slices of
+// near-equal row counts (in row order), each on a different shard, the least loaded first; each
+// shard holds at most one slice of a variable.
+std::vector<std::vector<DenseSlice>> DenseSlices(const ModelSpec& spec, int num_shards);
+
+// The shard of each spec.dense[i] that is not split, -1 for a split one (DenseSlices).
 std::vector<int> DensePlacement(const ModelSpec& spec, int num_shards);
+
+// The number of rows DenseSlices splits a variable of `shape` by: shape[0], or 1 for a scalar.
+int64_t DenseRows(const Shape& shape);
 
 // The largest replica count SetSyncReplicas accepts.
 inline constexpr int kMaxSyncReplicas = 1 << 16;

@@ -53,6 +53,36 @@ TEST(DensePlacementTest, BalancesBytesGreedilyInSpecOrder) {
   EXPECT_EQ(DensePlacement(spec, 3), DensePlacement(spec, 3));
 }
 
+TEST(DensePlacementTest, LargeVariablesAreSplitByRowsOverTheShards) {
+  ModelSpec spec;
+  spec.groups = {{.name = "g"}};
+  spec.dense.push_back({.name = "small", .shape = {100, 10}, .group = "g"});
+  spec.dense.push_back({.name = "big", .shape = {1030, 256}, .group = "g"});  // 1.05 MB
+  spec.dense.push_back({.name = "flat", .shape = {300000}, .group = "g"});    // 1.2 MB
+  spec.dense.push_back({.name = "two_rows", .shape = {2, 200000}, .group = "g"});
+  const auto slices = DenseSlices(spec, 3);
+  ASSERT_EQ(slices.size(), 4u);
+  EXPECT_THAT(slices[0], ElementsAre(DenseSlice{0, 0, 100}));
+  // Least loaded first: shards 1 and 2 are empty, shard 0 holds "small".
+  EXPECT_THAT(slices[1], ElementsAre(DenseSlice{1, 0, 343}, DenseSlice{2, 343, 686},
+                                     DenseSlice{0, 686, 1030}));
+  EXPECT_EQ(slices[2].size(), 3u);
+  EXPECT_EQ(slices[2].back().end, 300000);
+  // Two rows make two slices, on the two least loaded shards.
+  ASSERT_EQ(slices[3].size(), 2u);
+  EXPECT_EQ(slices[3][0].end, 1);
+  EXPECT_NE(slices[3][0].shard, slices[3][1].shard);
+  EXPECT_THAT(DensePlacement(spec, 3), ElementsAre(0, -1, -1, -1));
+  // One shard: nothing is split.
+  for (const auto& s : DenseSlices(spec, 1)) EXPECT_EQ(s.size(), 1u);
+  EXPECT_THAT(DenseSlices(spec, 1)[1], ElementsAre(DenseSlice{0, 0, 1030}));
+  // Just below the threshold, and a scalar, are never split.
+  ModelSpec below;
+  below.groups = {{.name = "g"}};
+  below.dense.push_back({.name = "b", .shape = {kDenseSplitBytes / 4 / 8 - 1, 8}, .group = "g"});
+  EXPECT_EQ(DenseSlices(below, 4)[0].size(), 1u);
+}
+
 TEST(DensePlacementTest, ManyEqualVariablesSpreadEvenly) {
   ModelSpec spec;
   spec.groups = {{.name = "g"}};
@@ -133,6 +163,8 @@ TEST_F(ValidateModelSpecTest, ErrorsNameTheField) {
               HasSubstr("'dnn/hidden_0/bias' is repeated"));
   EXPECT_THAT(Error([](ModelSpec& s) { s.tables[1].name = "emb@part-00000-of-00001"; }),
               HasSubstr("reserved"));
+  EXPECT_THAT(Error([](ModelSpec& s) { s.dense[0].name = "w@rows-0-4"; }),
+              HasSubstr("reserved for checkpoint dense slices"));
   EXPECT_THAT(Error([](ModelSpec& s) { s.dense[2].group = "nope"; }),
               HasSubstr("dense variable 'dnn/logits/kernel' names unknown group 'nope'"));
   EXPECT_THAT(Error([](ModelSpec& s) { s.tables[1].group = "nope"; }),

@@ -78,6 +78,29 @@ Tensor Tensor::Reshaped(Shape shape) const& {
   return std::move(copy).Reshaped(std::move(shape));
 }
 
+Tensor RowsOf(const Tensor& t, int64_t begin, int64_t end) {
+  CHECK_GE(t.rank(), 1);
+  CHECK(0 <= begin && begin <= end && end <= t.dim(0))
+      << "rows [" << begin << ", " << end << ") of " << ShapeToString(t.shape());
+  Shape shape = t.shape();
+  shape[0] = end - begin;
+  const int64_t row = t.dim(0) == 0 ? 0 : t.size() / t.dim(0);
+  Tensor out(std::move(shape));
+  std::copy_n(t.data() + begin * row, (end - begin) * row, out.data());
+  return out;
+}
+
+void CopyRowsInto(const Tensor& src, int64_t dst_row, Tensor* dst) {
+  CHECK_GE(src.rank(), 1);
+  CHECK_GE(dst->rank(), 1);
+  const int64_t row = dst->dim(0) == 0 ? 0 : dst->size() / dst->dim(0);
+  CHECK_EQ(src.size(), src.dim(0) * row) << "row sizes differ";
+  CHECK(0 <= dst_row && dst_row + src.dim(0) <= dst->dim(0))
+      << ShapeToString(src.shape()) << " at row " << dst_row << " of "
+      << ShapeToString(dst->shape());
+  std::copy_n(src.data(), src.size(), dst->data() + dst_row * row);
+}
+
 Tensor Tensor::Reshaped(Shape shape) && {
   CHECK_EQ(NumElements(shape), size())
       << "cannot reshape " << ShapeToString(shape_) << " to " << ShapeToString(shape);

@@ -87,4 +87,11 @@ class Tensor {
   std::vector<float, Eigen::aligned_allocator<float>> data_;
 };
 
+// Rows [begin, end) of `t` (rank >= 1; a row is everything below the first dimension), copied:
+// shape [end - begin, t.shape()[1:]...]. CHECKs 0 <= begin <= end <= t.dim(0).
+Tensor RowsOf(const Tensor& t, int64_t begin, int64_t end);
+// Copies every row of `src` into `dst` from row `dst_row` on; the rows must have equal sizes and
+// fit (CHECKed).
+void CopyRowsInto(const Tensor& src, int64_t dst_row, Tensor* dst);
+
 }  // namespace shoal

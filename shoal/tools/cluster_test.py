@@ -70,13 +70,16 @@ def test_launch_stops_at_max_steps_cluster_wide(tmp_path):
     assert 10 <= summary["global_step"] <= 12, summary
 
 
-def test_sync_training_with_one_trainer_equals_one_process_exactly(tmp_path):
+@pytest.mark.parametrize("hidden", ["8", "40000"])
+def test_sync_training_with_one_trainer_equals_one_process_exactly(tmp_path, hidden):
     """run.sync_replicas=1 and only the chief training: every update is its step, applied once
-    by the PS over gRPC -- the same parameters and metrics as `shoal train`, bit for bit."""
+    by the PS over gRPC -- the same parameters and metrics as `shoal train`, bit for bit. With
+    40000 hidden units the first kernel ([9, 40000], 1.4 MB) is split by rows over the two PS."""
     job = write_job(tmp_path / "job", tmp_path / "model")
-    single = run("train", job.config, "--model-dir", str(tmp_path / "single"))
+    layers = f"model.hidden_units=[{hidden}]"
+    single = run("train", job.config, "--model-dir", str(tmp_path / "single"), "--set", layers)
     assert single.returncode == 0, single.stderr[-3000:]
-    out = run("launch", job.config, "--ps", "2", "--workers", "0",
+    out = run("launch", job.config, "--ps", "2", "--workers", "0", "--set", layers,
               "--model-dir", str(tmp_path / "sync"), "--set", "run.sync_replicas=1")
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
     assert "sync training over 1 replica" in out.stdout
@@ -84,6 +87,9 @@ def test_sync_training_with_one_trainer_equals_one_process_exactly(tmp_path):
     sync = json.loads((tmp_path / "sync" / "summary.json").read_text())
     assert sync["global_step"] == one["global_step"], (one, sync)
     assert sync["metrics"] == one["metrics"], (one, sync)  # equal floats, not close ones
+    entries = run("inspect", str(tmp_path / "sync" / f"ckpt-{sync['global_step']}")).stdout
+    split = re.findall(r"dnn/hidden_0/kernel@rows-\d+-\d+", entries)
+    assert len(split) == (2 if hidden == "40000" else 0), entries
 
 
 def test_sync_training_aggregates_two_trainers_per_step(tmp_path):

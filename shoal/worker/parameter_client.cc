@@ -45,15 +45,56 @@ ParameterClient::ParameterClient(std::vector<ParameterService*> shards)
 
 void ParameterClient::SetSpec(const ModelSpec& spec) {
   spec_ = spec;
-  dense_shard_ = DensePlacement(spec_, num_shards());
+  const std::vector<std::vector<DenseSlice>> slices = DenseSlices(spec_, num_shards());
+  dense_split_.assign(spec_.dense.size(), false);
   shard_dense_.assign(shards_.size(), {});
   shard_dense_index_.assign(shards_.size(), {});
+  shard_dense_rows_.assign(shards_.size(), {});
   for (size_t i = 0; i < spec_.dense.size(); ++i) {
-    shard_dense_[dense_shard_[i]].push_back(spec_.dense[i].name);
-    shard_dense_index_[dense_shard_[i]].push_back(i);
+    dense_split_[i] = slices[i].size() > 1;
+    for (const DenseSlice& slice : slices[i]) {
+      shard_dense_[slice.shard].push_back(spec_.dense[i].name);
+      shard_dense_index_[slice.shard].push_back(i);
+      shard_dense_rows_[slice.shard].push_back(slice);
+    }
   }
   dims_.clear();
   for (const TableSpec& t : spec_.tables) dims_[t.name] = t.dim;
+}
+
+absl::Status ParameterClient::PlaceDense(int k, std::vector<Tensor>& pulled,
+                                         std::vector<Tensor>* values) const {
+  if (pulled.size() != shard_dense_[k].size()) {
+    return absl::InternalError(absl::StrCat("shard ", k, " returned ", pulled.size(),
+                                            " dense values for ", shard_dense_[k].size(),
+                                            " variables"));
+  }
+  for (size_t j = 0; j < pulled.size(); ++j) {
+    const size_t i = shard_dense_index_[k][j];
+    const Shape& shape = spec_.dense[i].shape;
+    Shape expected = shape;
+    const DenseSlice& rows = shard_dense_rows_[k][j];
+    if (dense_split_[i]) expected[0] = rows.end - rows.begin;
+    if (pulled[j].shape() != expected) {
+      return absl::InternalError(absl::StrCat(
+          "shard ", k, " returned dense variable '", spec_.dense[i].name, "' with shape ",
+          ShapeToString(pulled[j].shape()), ", expected ", ShapeToString(expected)));
+    }
+    Tensor& value = (*values)[i];
+    if (!dense_split_[i]) {
+      value = std::move(pulled[j]);
+      continue;
+    }
+    if (value.shape() != shape) value = Tensor(shape);
+    CopyRowsInto(pulled[j], rows.begin, &value);
+  }
+  return absl::OkStatus();
+}
+
+Tensor ParameterClient::DenseGradPart(int k, size_t j, const Tensor& grad) const {
+  if (!dense_split_[shard_dense_index_[k][j]]) return grad;
+  const DenseSlice& rows = shard_dense_rows_[k][j];
+  return RowsOf(grad, rows.begin, rows.end);
 }
 
 absl::Status ParameterClient::Initialize(const ModelSpec& spec) {
@@ -90,22 +131,12 @@ absl::Status ParameterClient::PullDense(std::vector<Tensor>* values) {
   const size_t n = spec_.dense.size();
   values->resize(n);
   if (n == 0) return absl::OkStatus();
-  std::vector<std::vector<std::string>> names(shards_.size());
-  std::vector<std::vector<size_t>> where(shards_.size());
-  for (size_t i = 0; i < n; ++i) {
-    names[dense_shard_[i]].push_back(spec_.dense[i].name);
-    where[dense_shard_[i]].push_back(i);
-  }
   std::vector<Tensor> pulled;
   for (int k = 0; k < num_shards(); ++k) {
-    if (names[k].empty()) continue;
-    RETURN_IF_ERROR_CTX(shards_[k]->PullDense(names[k], &pulled), "PullDense from shard ", k,
+    if (shard_dense_[k].empty()) continue;
+    RETURN_IF_ERROR_CTX(shards_[k]->PullDense(shard_dense_[k], &pulled), "PullDense from shard ", k,
                         " of ", num_shards());
-    if (pulled.size() != names[k].size()) {
-      return absl::InternalError(absl::StrCat("PullDense: shard ", k, " returned ", pulled.size(),
-                                              " values for ", names[k].size(), " variables"));
-    }
-    for (size_t j = 0; j < pulled.size(); ++j) (*values)[where[k][j]] = std::move(pulled[j]);
+    RETURN_IF_ERROR_CTX(PlaceDense(k, pulled, values), "PullDense");
   }
   return absl::OkStatus();
 }
@@ -127,19 +158,23 @@ absl::Status ParameterClient::PushDense(absl::Span<const Tensor> grads, int64_t 
           ShapeToString(grads[i].shape()), ", the variable ", ShapeToString(spec_.dense[i].shape)));
     }
   }
-  std::vector<std::vector<std::string>> names(shards_.size());
-  std::vector<std::vector<Tensor>> per_shard(shards_.size());
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (grads[i].empty()) continue;
-    names[dense_shard_[i]].push_back(spec_.dense[i].name);
-  }
   // One shard holding every pushed variable takes `grads` as they are; otherwise each shard gets
   // a copy of its gradients (the interface takes a contiguous span).
-  if (num_shards() == 1 && names[0].size() == grads.size()) {
-    return AnnotateCat(shards_[0]->PushDense(names[0], grads, step), "PushDense to shard 0 of 1");
+  const bool all =
+      std::none_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.empty(); });
+  if (num_shards() == 1 && all) {
+    return AnnotateCat(shards_[0]->PushDense(shard_dense_[0], grads, step),
+                       "PushDense to shard 0 of 1");
   }
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (!grads[i].empty()) per_shard[dense_shard_[i]].push_back(grads[i]);
+  std::vector<std::vector<std::string>> names(shards_.size());
+  std::vector<std::vector<Tensor>> per_shard(shards_.size());
+  for (int k = 0; k < num_shards(); ++k) {
+    for (size_t j = 0; j < shard_dense_[k].size(); ++j) {
+      const Tensor& grad = grads[shard_dense_index_[k][j]];
+      if (grad.empty()) continue;
+      names[k].push_back(shard_dense_[k][j]);
+      per_shard[k].push_back(DenseGradPart(k, j, grad));
+    }
   }
   for (int k = 0; k < num_shards(); ++k) {
     if (names[k].empty()) continue;
@@ -288,12 +323,7 @@ absl::Status ParameterClient::LookupMany(absl::Span<const TableLookup> tables, L
     const absl::Span<const std::string> names =
         dense_values != nullptr ? absl::MakeConstSpan(shard_dense_[k]) : no_names;
     if (names.empty() && p.lookups.empty()) return absl::OkStatus();
-    RETURN_IF_ERROR(shards_[k]->LookupMany(names, &p.dense, p.lookups, mode, step));
-    if (p.dense.size() != names.size()) {
-      return absl::InternalError(
-          absl::StrCat("LookupMany: ", p.dense.size(), " values for ", names.size(), " variables"));
-    }
-    return absl::OkStatus();
+    return shards_[k]->LookupMany(names, &p.dense, p.lookups, mode, step);
   }));
   for (int k = 0; k < num_shards(); ++k) {
     ShardPart& p = parts[k];
@@ -304,9 +334,7 @@ absl::Status ParameterClient::LookupMany(absl::Span<const TableLookup> tables, L
       }
     }
     if (dense_values == nullptr) continue;
-    for (size_t j = 0; j < p.dense.size(); ++j) {
-      (*dense_values)[shard_dense_index_[k][j]] = std::move(p.dense[j]);
-    }
+    RETURN_IF_ERROR_CTX(PlaceDense(k, p.dense, dense_values), "LookupMany");
   }
   return absl::OkStatus();
 }
@@ -369,10 +397,15 @@ absl::Status ParameterClient::PushMany(absl::Span<const Tensor> dense_grads,
                            dense_grads, tables, step),
                        "PushMany to shard 0 of 1");
   }
-  for (size_t i = 0; i < dense_grads.size(); ++i) {
-    if (dense_grads[i].empty()) continue;
-    parts[dense_shard_[i]].names.push_back(spec_.dense[i].name);
-    parts[dense_shard_[i]].grads.push_back(dense_grads[i]);
+  if (!dense_grads.empty()) {
+    for (int k = 0; k < num_shards(); ++k) {
+      for (size_t j = 0; j < shard_dense_[k].size(); ++j) {
+        const Tensor& grad = dense_grads[shard_dense_index_[k][j]];
+        if (grad.empty()) continue;
+        parts[k].names.push_back(shard_dense_[k][j]);
+        parts[k].grads.push_back(DenseGradPart(k, j, grad));
+      }
+    }
   }
   if (num_shards() == 1) {
     parts[0].pushes.assign(tables.begin(), tables.end());

@@ -1,8 +1,10 @@
 // ParameterClient: a worker's view of all parameter-server shards as one model.
 //
 // It routes every call by the placement rules of rpc/parameter_service.h: dense variables to
-// their owner (DensePlacement), embedding ids to RowShard(id); one request per shard that owns
-// something, results put back in the caller's order. The shards may be in-process
+// their owner, or for a variable split by rows, each slice to its shard (DenseSlices); embedding
+// ids to RowShard(id); one request per shard that owns something, results put back in the
+// caller's order (the slices of a split variable joined into one tensor, its gradient cut into
+// the slices' rows). The shards may be in-process
 // ps::ParameterServer objects (single-process training, tests) or remote stubs; the client does
 // not know which.
 //
@@ -123,10 +125,17 @@ class ParameterClient {
   std::vector<ParameterService*> shards_;
   ModelSpec spec_;
   bool initialized_ = false;
-  std::vector<int> dense_shard_;                        // per spec.dense
-  std::vector<std::vector<std::string>> shard_dense_;   // per shard: its variables' names
-  std::vector<std::vector<size_t>> shard_dense_index_;  // per shard: their spec.dense indices
-  absl::flat_hash_map<std::string, int64_t> dims_;      // table -> dim
+  // Puts the dense values shard k returned for shard_dense_[k] into *values (spec.dense order),
+  // joining slices; INTERNAL when a value does not have the shape the shard should hold.
+  absl::Status PlaceDense(int k, std::vector<Tensor>& pulled, std::vector<Tensor>* values) const;
+  // What shard k takes of `grad`, the gradient of variable shard_dense_index_[k][j].
+  Tensor DenseGradPart(int k, size_t j, const Tensor& grad) const;
+
+  std::vector<bool> dense_split_;                          // per spec.dense: split over shards
+  std::vector<std::vector<std::string>> shard_dense_;      // per shard: its variables' names
+  std::vector<std::vector<size_t>> shard_dense_index_;     // per shard: their spec.dense indices
+  std::vector<std::vector<DenseSlice>> shard_dense_rows_;  // per shard: the rows it holds
+  absl::flat_hash_map<std::string, int64_t> dims_;         // table -> dim
 };
 
 }  // namespace shoal
