@@ -114,6 +114,13 @@ absl::StatusOr<JobState> Coordinator::Register(const TaskId& task, uint64_t inca
   }
   RETURN_IF_ERROR(CheckNotRetired(*m, incarnation, "Register"));
   if (m->registered) {
+    if (queue_.has_value()) {
+      const int64_t returned = queue_->Release(Holder(*m));
+      if (returned > 0) {
+        LOG(WARNING) << task.ToString() << " restarted: its " << returned
+                     << " unfinished data task(s) go back to the queue";
+      }
+    }
     LOG(WARNING) << task.ToString() << " restarted: incarnation " << Hex(incarnation)
                  << " replaces " << Hex(m->incarnation) << " (done " << m->done << ", " << m->steps
                  << " steps)";
@@ -131,6 +138,80 @@ absl::StatusOr<JobState> Coordinator::Register(const TaskId& task, uint64_t inca
   m->last_seen = Now();
   cv_.SignalAll();
   return state_;
+}
+
+std::string Coordinator::Holder(const Member& m) {
+  return absl::StrCat(m.task.ToString(), "#", Hex(m.incarnation));
+}
+
+void Coordinator::ReleaseDeadLeases(absl::Time now) {
+  if (!queue_.has_value()) return;
+  for (const Member& m : members_) {
+    if (!m.registered || IsLive(m, now)) continue;
+    if (m.task.role != TaskRole::kChief && m.task.role != TaskRole::kWorker) continue;
+    const int64_t returned = queue_->Release(Holder(m));
+    if (returned > 0) {
+      LOG(WARNING) << m.task.ToString() << " is dead (silent for "
+                   << absl::FormatDuration(now - m.last_seen) << "): its " << returned
+                   << " unfinished data task(s) go back to the queue";
+    }
+  }
+}
+
+absl::Status Coordinator::SetDataTasks(std::vector<InputTask> tasks, TaskQueueOptions options,
+                                       absl::string_view state_json) {
+  ASSIGN_OR_RETURN(DataTaskQueue queue, DataTaskQueue::Create(std::move(tasks), options),
+                   "the data-task queue");
+  if (!state_json.empty()) {
+    RETURN_IF_ERROR_CTX(queue.RestoreState(state_json), "restoring the data-task queue");
+  }
+  MutexLock lock(&mu_);
+  queue_ = std::move(queue);
+  const TaskQueueStats stats = queue_->Stats();
+  LOG(INFO) << "Data tasks: " << stats.tasks_per_epoch << " per epoch"
+            << (state_json.empty()
+                    ? std::string()
+                    : absl::StrCat(", resumed with ", stats.epochs_completed,
+                                   " epoch(s) complete and ", stats.epochs_opened, " opened"));
+  return absl::OkStatus();
+}
+
+std::optional<TaskQueueStats> Coordinator::DataTaskStats() const {
+  ReaderMutexLock lock(&mu_);
+  if (!queue_.has_value()) return std::nullopt;
+  return queue_->Stats();
+}
+
+std::string Coordinator::DataTaskStateJson() const {
+  ReaderMutexLock lock(&mu_);
+  return queue_.has_value() ? queue_->StateJson() : std::string();
+}
+
+absl::StatusOr<TaskLease> Coordinator::LeaseTask(const TaskId& task, uint64_t incarnation,
+                                                 absl::Span<const TaskDone> done, bool want_task) {
+  MutexLock lock(&mu_);
+  if (task.role != TaskRole::kChief && task.role != TaskRole::kWorker) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LeaseTask from ", task.ToString(), ": only the chief and workers train"));
+  }
+  ASSIGN_OR_RETURN(Member * m, Caller(task, incarnation, "LeaseTask"));
+  if (!queue_.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("LeaseTask from ", task.ToString(),
+                     ": this job's input is not leased by the coordinator (static input)"));
+  }
+  const std::string holder = Holder(*m);
+  for (const TaskDone& d : done) {
+    RETURN_IF_ERROR_CTX(queue_->Complete(holder, d), "LeaseTask from ", task.ToString());
+  }
+  ReleaseDeadLeases(Now());
+  TaskLease lease;
+  lease.kind = TaskLease::Kind::kEnd;
+  const bool ended = state_.phase != JobPhase::kStarting && state_.phase != JobPhase::kRunning;
+  if (want_task && !ended) lease = queue_->Lease(holder);
+  if (!done.empty() || lease.kind == TaskLease::Kind::kEnd) cv_.SignalAll();
+  lease.state = state_;
+  return lease;
 }
 
 absl::StatusOr<JobState> Coordinator::Heartbeat(const TaskId& task, uint64_t incarnation) {

@@ -45,6 +45,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "shoal/base/mutex.h"
+#include "shoal/coordinator/task_queue.h"
 #include "shoal/rpc/cluster_spec.h"
 #include "shoal/rpc/coordinator_service.h"
 
@@ -104,8 +106,22 @@ class Coordinator final : public CoordinatorService {
   [[nodiscard]] absl::StatusOr<JobState> RequestStop() override;
   [[nodiscard]] absl::StatusOr<JobState> EndJob(bool success, absl::string_view message) override;
   [[nodiscard]] absl::StatusOr<JobState> GetState() override;
+  // Chief and workers only; see SetDataTasks. Dead trainers' leases are released first.
+  [[nodiscard]] absl::StatusOr<TaskLease> LeaseTask(const TaskId& task, uint64_t incarnation,
+                                                    absl::Span<const TaskDone> done,
+                                                    bool want_task) override;
 
   // Chief-side, local only.
+
+  // Makes the job's training input a data-task queue (coordinator/task_queue.h) of `tasks`, from
+  // `state_json` (DataTaskQueue::StateJson of a checkpoint) when not empty. Trainers then lease
+  // tasks with LeaseTask. A trainer's leases return to the queue when it is declared dead or
+  // registers a new incarnation. Call before SetModelReady.
+  [[nodiscard]] absl::Status SetDataTasks(std::vector<InputTask> tasks, TaskQueueOptions options,
+                                          absl::string_view state_json);
+  // The queue's figures and state (for checkpoints); nullopt / "" without a queue.
+  std::optional<TaskQueueStats> DataTaskStats() const;
+  std::string DataTaskStateJson() const;
 
   // Registered chief and workers that are live, in spec order.
   std::vector<TaskId> LiveTrainers() const;
@@ -145,6 +161,10 @@ class Coordinator final : public CoordinatorService {
   absl::StatusOr<Member*> Caller(const TaskId& task, uint64_t incarnation, absl::string_view call)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsLive(const Member& m, absl::Time now) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The queue's name for member m's current incarnation: "worker:1#1a2b".
+  static std::string Holder(const Member& m);
+  // Returns the leases of dead trainers to the queue.
+  void ReleaseDeadLeases(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Time Now() const { return clock_(); }
 
   // Spec tasks that have not registered.
@@ -169,6 +189,7 @@ class Coordinator final : public CoordinatorService {
   // The spec's tasks in order (chief, workers, ps), then evaluator:0. Never resized.
   std::vector<Member> members_ ABSL_GUARDED_BY(mu_);
   JobState state_ ABSL_GUARDED_BY(mu_);
+  std::optional<DataTaskQueue> queue_ ABSL_GUARDED_BY(mu_);
   int64_t ready_step_ ABSL_GUARDED_BY(mu_) = 0;  // SetModelReady's step, for its retries
 };
 

@@ -281,3 +281,96 @@ TEST_F(CoordinatorTest, TasksDescribesEveryTask) {
 
 }  // namespace
 }  // namespace shoal
+
+namespace shoal {
+namespace {
+
+using namespace coordinator_test;  // NOLINT(google-build-using-namespace): test helpers
+
+std::vector<InputTask> FourTasks() {
+  std::vector<InputTask> tasks;
+  for (int i = 0; i < 4; ++i) tasks.push_back({.path = absl::StrCat("/d/", i)});
+  return tasks;
+}
+
+TEST(CoordinatorTaskTest, TrainersLeaseAndCompleteTasksUntilTheEnd) {
+  FakeClock clock;
+  Coordinator coord({.cluster = MakeSpec(1, 1), .clock = clock.AsFunction()});
+  ASSERT_TRUE(coord.Register(Chief(), 1).ok());
+  ASSERT_TRUE(coord.Register(Worker(0), 1).ok());
+  ASSERT_TRUE(coord.Register(Ps(0), 1).ok());
+  // Static input: no queue.
+  EXPECT_EQ(coord.LeaseTask(Worker(0), 1, {}, true).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(coord.SetDataTasks(FourTasks(), {.num_epochs = 1}, "").ok());
+  ASSERT_TRUE(coord.SetModelReady(0, "").ok());
+  EXPECT_EQ(coord.LeaseTask(Ps(0), 1, {}, true).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<TaskDone> chief_done;
+  int chief_tasks = 0;
+  int worker_tasks = 0;
+  while (true) {
+    // The chief takes one task per call, the worker one every other call: the chief does more.
+    absl::StatusOr<TaskLease> a = coord.LeaseTask(Chief(), 1, chief_done, true);
+    ASSERT_TRUE(a.ok()) << a.status();
+    chief_done.clear();
+    if (a->kind == TaskLease::Kind::kEnd) break;
+    if (a->kind == TaskLease::Kind::kTask) {
+      ++chief_tasks;
+      chief_done.push_back({.id = a->task.id, .records = 10});
+    }
+    if (chief_tasks == 1) {
+      absl::StatusOr<TaskLease> b = coord.LeaseTask(Worker(0), 1, {}, true);
+      ASSERT_TRUE(b.ok());
+      ASSERT_EQ(b->kind, TaskLease::Kind::kTask);
+      ++worker_tasks;
+      ASSERT_TRUE(coord.LeaseTask(Worker(0), 1, {{.id = b->task.id, .records = 10}}, false).ok());
+    }
+  }
+  EXPECT_EQ(chief_tasks, 3);
+  EXPECT_EQ(worker_tasks, 1);
+  const TaskQueueStats stats = coord.DataTaskStats().value();
+  EXPECT_EQ(stats.epochs_completed, 1);
+  EXPECT_EQ(stats.records_per_epoch, std::vector<int64_t>{40});
+  EXPECT_EQ(stats.tasks_by_holder.at("chief:0"), 3);
+  EXPECT_EQ(stats.tasks_by_holder.at("worker:0"), 1);
+}
+
+TEST(CoordinatorTaskTest, DeadAndRestartedTrainersLoseTheirLeases) {
+  FakeClock clock;
+  Coordinator coord({.cluster = MakeSpec(2, 1), .clock = clock.AsFunction()});
+  for (const TaskId& t : {Chief(), Worker(0), Worker(1), Ps(0)}) {
+    ASSERT_TRUE(coord.Register(t, 1).ok());
+  }
+  ASSERT_TRUE(coord.SetDataTasks(FourTasks(), {.num_epochs = 1}, "").ok());
+  ASSERT_TRUE(coord.SetModelReady(0, "").ok());
+  const TaskLease w0 = coord.LeaseTask(Worker(0), 1, {}, true).value();
+  const TaskLease w1 = coord.LeaseTask(Worker(1), 1, {}, true).value();
+  // worker:0 goes silent past the timeout; the chief's next call returns its task first.
+  clock.Advance(absl::Seconds(20));
+  ASSERT_TRUE(coord.Heartbeat(Worker(1), 1).ok());
+  clock.Advance(absl::Seconds(15));
+  const TaskLease again = coord.LeaseTask(Chief(), 1, {}, true).value();
+  EXPECT_EQ(again.task.id, w0.task.id);
+  // worker:1 restarts: its lease goes back too.
+  ASSERT_TRUE(coord.Register(Worker(1), 2).ok());
+  const TaskLease again1 = coord.LeaseTask(Worker(1), 2, {}, true).value();
+  EXPECT_EQ(again1.task.id, w1.task.id);
+  EXPECT_EQ(coord.DataTaskStats()->released, 2);
+  // The old incarnation cannot lease any more.
+  EXPECT_EQ(coord.LeaseTask(Worker(1), 1, {}, true).status().code(), absl::StatusCode::kAborted);
+  // Once the job stops, no task is handed out but completions are still taken.
+  ASSERT_TRUE(coord.RequestStop().ok());
+  const TaskLease end =
+      coord.LeaseTask(Chief(), 1, {{.id = again.task.id, .records = 5}}, true).value();
+  EXPECT_EQ(end.kind, TaskLease::Kind::kEnd);
+  EXPECT_EQ(coord.DataTaskStats()->tasks_done_per_epoch, std::vector<int64_t>{1});
+  // The queue state restores into a new coordinator.
+  Coordinator next({.cluster = MakeSpec(2, 1), .clock = clock.AsFunction()});
+  ASSERT_TRUE(next.SetDataTasks(FourTasks(), {.num_epochs = 1}, coord.DataTaskStateJson()).ok());
+  EXPECT_EQ(next.DataTaskStats()->tasks_done_per_epoch, std::vector<int64_t>{1});
+  EXPECT_FALSE(next.SetDataTasks(FourTasks(), {.num_epochs = 1}, "{").ok());
+}
+
+}  // namespace
+}  // namespace shoal

@@ -157,6 +157,8 @@ struct FeatureBatch {
   std::vector<int64_t> dense_widths;     // slots of each dense output column (same order)
   std::vector<SparseFeature> sparse;
   Tensor labels;  // [B, 1]; empty (size 0) without a label column
+  // Per example, the id of the data task it came from (RawBatch::origins; -1 when unknown).
+  std::vector<int64_t> origins;
 };
 
 // The mmh3 seed that keeps a wide column's ids apart from other columns' in a shared table: the

@@ -346,6 +346,7 @@ absl::Status FeatureSet::TransformInto(const RawBatch& batch, FeatureBatch* out)
   RETURN_IF_ERROR(CheckBatch(batch));
   const int64_t rows = batch.num_rows();
   out->batch_size = rows;
+  out->origins.assign(batch.origins().begin(), batch.origins().end());
   if (out->dense.shape() != Shape{rows, dense_width_}) {
     out->dense = Tensor(Shape{rows, dense_width_});
   } else if (!indicators_.empty()) {

@@ -87,8 +87,9 @@ class Pipeline::Impl {
     std::optional<DataTask> task;  // empty slot when unset
     std::unique_ptr<RecordReader> reader;
     std::deque<std::unique_ptr<RawBatch>> chunks;
-    bool busy = false;  // a parse thread is reading this slot's task
-    bool done = false;  // the task is fully parsed, or failed (status)
+    bool busy = false;    // a parse thread is reading this slot's task
+    bool done = false;    // the task is fully parsed, or failed (status)
+    int64_t records = 0;  // parsed so far
     absl::Status status;
   };
 
@@ -118,9 +119,11 @@ class Pipeline::Impl {
       const Clock::time_point start = Clock::now();
       absl::Status status = ParseChunk(task, *slot, chunk.get(), &eof);
       const double seconds = SecondsBetween(start, Clock::now());
+      chunk->SetOrigins(task.id);
       mu_.Lock();
       stats_.parse_seconds += seconds;
       slot->busy = false;
+      slot->records += chunk->num_rows();
       if (chunk->num_rows() > 0) slot->chunks.push_back(std::move(chunk));
       if (!status.ok()) {
         slot->status = std::move(status);
@@ -128,6 +131,7 @@ class Pipeline::Impl {
       } else if (eof) {
         slot->done = true;
         slot->reader.reset();
+        if (options_.on_task_read) options_.on_task_read(task, slot->records);
       }
       cv_.SignalAll();
     }

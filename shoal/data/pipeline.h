@@ -45,6 +45,10 @@ struct PipelineOptions {
   int64_t chunk_records = 256;  // records per parsed chunk, the unit of interleaving
   int prefetch_batches = 4;     // batches kept ready ahead of the consumer, >= 1
   BadRecordPolicy bad_records;
+  // Called (from a parse thread) when a task has been read to its end, with the number of its
+  // records that parsed (and so will be emitted, unless a final partial batch is dropped). Rows
+  // carry their task's id (RawBatch::origins) either way.
+  std::function<void(const DataTask& task, int64_t records)> on_task_read;
 };
 
 struct PipelineStats {

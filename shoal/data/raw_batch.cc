@@ -112,11 +112,13 @@ RawBatch::RawBatch(const Schema& schema) {
 void RawBatch::Rollback() {
   // Also trims values of a row that was begun but never ended.
   for (RawColumn& c : columns_) c.TruncateRows(num_rows_);
+  origins_.resize(static_cast<size_t>(num_rows_));
 }
 
 void RawBatch::Clear() {
   for (RawColumn& c : columns_) c.Clear();
   num_rows_ = 0;
+  origins_.clear();
 }
 
 void RawBatch::AppendRows(const RawBatch& other, int64_t begin, int64_t end) {
@@ -124,6 +126,7 @@ void RawBatch::AppendRows(const RawBatch& other, int64_t begin, int64_t end) {
   for (size_t i = 0; i < columns_.size(); ++i)
     columns_[i].AppendRows(other.columns_[i], begin, end);
   num_rows_ += end - begin;
+  origins_.insert(origins_.end(), other.origins_.begin() + begin, other.origins_.begin() + end);
 }
 
 }  // namespace shoal

@@ -93,16 +93,26 @@ class RawBatch {
 
   // A parser appends one value-row to every column, then calls EndRecord(). On failure it calls
   // Rollback() so the batch is as before the record.
-  void EndRecord() { ++num_rows_; }
+  void EndRecord() {
+    ++num_rows_;
+    origins_.push_back(-1);
+  }
   void Rollback();  // truncates every column to num_rows()
   void Clear();
   // Appends records [begin, end) of `other` (same schema).
   void AppendRows(const RawBatch& other, int64_t begin, int64_t end);
   void Append(const RawBatch& other) { AppendRows(other, 0, other.num_rows()); }
 
+  // Per row, the id of the DataTask it was read from (-1 when not set): the pipeline tags its
+  // chunks, and the tags travel with the rows through shuffling and batching, so a trainer knows
+  // when every record of a task was trained (the coordinator's data tasks).
+  absl::Span<const int64_t> origins() const { return origins_; }
+  void SetOrigins(int64_t origin) { origins_.assign(origins_.size(), origin); }
+
  private:
   std::vector<RawColumn> columns_;
   int64_t num_rows_ = 0;
+  std::vector<int64_t> origins_;  // num_rows_ entries
 };
 
 }  // namespace shoal

@@ -226,6 +226,12 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
   ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
   FileSystem& fs = *fs_ptr;
   nlohmann::json extra = {{"writer", "shoal estimator"}};
+  if (config_.role != nullptr) {
+    const std::string data_tasks = config_.role->CheckpointExtraJson();
+    if (!data_tasks.empty()) {
+      extra["data_tasks"] = nlohmann::json::parse(data_tasks, nullptr, /*allow_exceptions=*/false);
+    }
+  }
   ASSIGN_OR_RETURN(std::string dir,
                    client_->Save(fs, config_.run.model_dir, global_step_, extra.dump()));
   saved_step_ = global_step_;
@@ -373,6 +379,13 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       }
     }
     if (absl::IsOutOfRange(next)) {
+      // Every batch handed out is trained: leased input may go on (a task came back).
+      absl::StatusOr<bool> more = source->Resume();
+      if (!more.ok()) {
+        failure = more.status();
+        break;
+      }
+      if (*more) continue;
       result.stop_reason = "input exhausted";
       break;
     }
@@ -420,6 +433,7 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
     } else {
       global_step_ = step;
     }
+    source->BatchTrained(batch);
     committed = step;
     ++result.steps;
     result.examples += batch.batch_size;
@@ -432,6 +446,7 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       break;
     }
   }
+  if (failure.ok()) failure = AnnotateCat(source->Flush(), "training input");
   result.epochs_completed = source->epochs_completed();
   current_input_ = nullptr;
   if (!failure.ok()) {

@@ -71,6 +71,14 @@ class BatchSource {
   virtual PipelineStats Stats() const { return {}; }
   // Complete passes over the input so far; -1 when unknown.
   virtual int64_t epochs_completed() const { return -1; }
+
+  // Data tasks leased from a coordinator (worker/leased_task_source.h) need to know what was
+  // trained. Train calls BatchTrained after each step's push; when Next says OUT_OF_RANGE (every
+  // batch handed out is trained by then), Resume: true when more input came (the next Next gives
+  // it), false at the real end; Flush when training stops, to report what is done.
+  virtual void BatchTrained(const FeatureBatch& /*batch*/) {}
+  [[nodiscard]] virtual absl::StatusOr<bool> Resume() { return false; }
+  [[nodiscard]] virtual absl::Status Flush() { return absl::OkStatus(); }
 };
 
 // Called once per train / evaluate / predict to open the input from its start.

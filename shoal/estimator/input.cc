@@ -165,8 +165,21 @@ absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& 
                             static_cast<uint64_t>(options.shard_num);
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<StaticTaskSource> source,
-                   StaticTaskSource::Create(fs, tasks, plan.reader.format), name);
+  std::unique_ptr<TaskSource> source;
+  PipelineOptions pipeline_options = input.pipeline;
+  if (options.leased != nullptr) {
+    if (plan.idx) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": fashion_mnist input is not read through leased data tasks"));
+    }
+    source = std::make_unique<SharedTaskSource>(options.leased);
+    pipeline_options.on_task_read = [leased = options.leased](const DataTask& task,
+                                                              int64_t records) {
+      leased->TaskRead(task, records);
+    };
+  } else {
+    ASSIGN_OR_RETURN(source, StaticTaskSource::Create(fs, tasks, plan.reader.format), name);
+  }
 
   // Called by the pipeline's parse threads: captures only immutable state (and `fs`, thread-safe).
   ReaderFactory readers =
@@ -182,7 +195,7 @@ absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& 
   };
   ASSIGN_OR_RETURN(
       std::unique_ptr<Pipeline> pipeline,
-      Pipeline::Create(input.pipeline, std::move(source), std::move(readers), plan.parser), name);
+      Pipeline::Create(pipeline_options, std::move(source), std::move(readers), plan.parser), name);
   return std::unique_ptr<FeatureInput>(
       new FeatureInput(std::string(name), std::move(features), std::move(pipeline)));
 }

@@ -40,6 +40,7 @@
 #include "shoal/data/raw_batch.h"
 #include "shoal/estimator/job_config.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/worker/leased_task_source.h"
 
 namespace shoal {
 
@@ -57,6 +58,9 @@ class FeatureInput {
     bool require_label = true;
     int shard_num = 1;    // static sharding over files (StaticTaskOptions), e.g. one per worker
     int shard_index = 0;  // in [0, shard_num)
+    // Tasks leased from the coordinator instead of the static task list (cluster trainers):
+    // the pipeline reads the tasks it hands out and reports each task read to it.
+    std::shared_ptr<LeasedTaskSource> leased;
   };
 
   // `name` ("input.train") prefixes every error.

@@ -1,5 +1,6 @@
 #include "shoal/estimator/job.h"
 
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -11,10 +12,17 @@ namespace shoal {
 namespace {
 
 // A FeatureInput as the Estimator's BatchSource.
+// With leased data tasks (options.leased), Resume opens a new FeatureInput on the same leased
+// source when a task comes back to the queue; `reopen` makes it.
 class FeatureInputSource final : public BatchSource {
  public:
-  FeatureInputSource(std::unique_ptr<FeatureInput> input, int64_t num_epochs)
-      : input_(std::move(input)), num_epochs_(num_epochs) {}
+  using Reopen = std::function<absl::StatusOr<std::unique_ptr<FeatureInput>>()>;
+  FeatureInputSource(std::unique_ptr<FeatureInput> input, int64_t num_epochs,
+                     std::shared_ptr<LeasedTaskSource> leased, Reopen reopen)
+      : input_(std::move(input)),
+        num_epochs_(num_epochs),
+        leased_(std::move(leased)),
+        reopen_(std::move(reopen)) {}
 
   absl::Status Next(FeatureBatch* batch) override {
     absl::Status status = input_->Next(batch);
@@ -22,12 +30,34 @@ class FeatureInputSource final : public BatchSource {
     return status;
   }
   PipelineStats Stats() const override { return input_->Stats(); }
-  // Known when the input ended (its num_epochs are done); -1 while it runs.
-  int64_t epochs_completed() const override { return exhausted_ ? num_epochs_ : -1; }
+  // Known when the input ended (its num_epochs are done); -1 while it runs, and with leased
+  // tasks, where the coordinator counts epochs for the whole job.
+  int64_t epochs_completed() const override {
+    return exhausted_ && leased_ == nullptr ? num_epochs_ : -1;
+  }
+  void BatchTrained(const FeatureBatch& batch) override {
+    if (leased_ != nullptr) leased_->Trained(batch.origins);
+  }
+  absl::StatusOr<bool> Resume() override {
+    if (leased_ == nullptr) return false;
+    leased_->InputEnded();
+    ASSIGN_OR_RETURN(const bool more, leased_->WaitForWork());
+    if (!more) return false;
+    ASSIGN_OR_RETURN(input_, reopen_());
+    exhausted_ = false;
+    return true;
+  }
+  absl::Status Flush() override {
+    if (leased_ == nullptr) return absl::OkStatus();
+    if (exhausted_) leased_->InputEnded();
+    return leased_->Flush();
+  }
 
  private:
   std::unique_ptr<FeatureInput> input_;
   int64_t num_epochs_;
+  std::shared_ptr<LeasedTaskSource> leased_;
+  Reopen reopen_;
   bool exhausted_ = false;
 };
 
@@ -66,14 +96,17 @@ absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs, const Jo
 }
 
 InputFn InputFromConfig(FileSystems& fs, const FeatureColumns& columns, const InputConfig& input,
-                        std::string name, FeatureInput::Options options) {
+                        std::string name, const FeatureInput::Options& options) {
   return [&fs, columns, input, name = std::move(name),
           options]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
-    ASSIGN_OR_RETURN(std::unique_ptr<FeatureInput> reader,
-                     FeatureInput::Create(fs, columns, input, name, options));
+    auto reopen = [&fs, columns, input, name, options] {
+      return FeatureInput::Create(fs, columns, input, name, options);
+    };
+    ASSIGN_OR_RETURN(std::unique_ptr<FeatureInput> reader, reopen());
     const int64_t epochs =
         options.num_epochs_override >= 0 ? options.num_epochs_override : input.num_epochs;
-    return std::make_unique<FeatureInputSource>(std::move(reader), epochs);
+    return std::make_unique<FeatureInputSource>(std::move(reader), epochs, options.leased,
+                                                std::move(reopen));
   };
 }
 

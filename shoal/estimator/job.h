@@ -32,7 +32,7 @@ namespace shoal {
 
 // Opens `input` (named `name` in errors, e.g. "input.eval") from its start on each call.
 InputFn InputFromConfig(FileSystems& fs, const FeatureColumns& columns, const InputConfig& input,
-                        std::string name, FeatureInput::Options options = {});
+                        std::string name, const FeatureInput::Options& options = {});
 
 // input.train with run.max_steps; input.eval with the eval section (no input when not set).
 TrainSpec TrainSpecFromJob(FileSystems& fs, const JobConfig& job);

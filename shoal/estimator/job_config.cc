@@ -328,6 +328,7 @@ absl::Status ParseRun(MapReader& r, RunConfig* run) {
   RETURN_IF_ERROR(r.Read("seed", &run->seed));
   RETURN_IF_ERROR(r.Read("sync_replicas", &run->sync_replicas, 0));
   RETURN_IF_ERROR(r.ReadEnum("pipeline_pull", &run->pipeline_pull, {"auto", "on", "off"}));
+  RETURN_IF_ERROR(r.Read("heartbeat_timeout_secs", &run->heartbeat_timeout_secs, 2));
   if (run->pipeline_pull == "on" && run->sync_replicas > 0) {
     return r.ErrorAt("pipeline_pull",
                      "'on' needs asynchronous training (sync_replicas 0): a synchronous step must "

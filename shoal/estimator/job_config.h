@@ -92,6 +92,10 @@ struct RunConfig {
   // "off". The pipelined pull misses the current step's own update, like any asynchronous read
   // of the parameter servers. docs/cluster.md, "Pipelined pulls".
   std::string pipeline_pull = "auto";
+  // Cluster: a task silent this long is dead for the coordinator (its data tasks go back to the
+  // queue, sync training stops waiting for it), and a task that cannot reach the coordinator this
+  // long gives up. >= 2; heartbeats go every second.
+  int64_t heartbeat_timeout_secs = 30;
 };
 
 struct ExporterConfig {

@@ -50,6 +50,9 @@ class JobRole {
   // every other trainer has pushed its last update and returns the global step to save the final
   // checkpoint at; for other trainers, reports being done.
   [[nodiscard]] virtual absl::StatusOr<int64_t> FinishTraining(int64_t examples) = 0;
+  // Chief: JSON the checkpoint manifest's "extra" keeps beside the Estimator's own keys (the
+  // coordinator's data-task queue state under "data_tasks"); "" for none.
+  virtual std::string CheckpointExtraJson() const { return ""; }
 };
 
 }  // namespace shoal

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -13,10 +14,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
 #include "shoal/base/logging.h"
 #include "shoal/base/mutex.h"
 #include "shoal/base/status.h"
 #include "shoal/checkpoint/checkpoint.h"
+#include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/coordinator/coordinator.h"
 #include "shoal/data/task_source.h"
 #include "shoal/estimator/estimator.h"
@@ -57,8 +60,26 @@ class ClusterRole final : public JobRole {
   bool is_chief() const override { return task_.role == TaskRole::kChief; }
   int num_trainers() const override { return options_.cluster.num_trainers(); }
 
+  // Chief: the train input's data tasks, queued by the coordinator when the model is ready (with
+  // the queue state of the checkpoint the model was restored from).
+  void SetDataTasks(std::vector<InputTask> tasks, TaskQueueOptions options) {
+    data_tasks_ = std::move(tasks);
+    queue_options_ = options;
+  }
+
   absl::Status ModelReady(int64_t global_step, const std::string& checkpoint) override {
+    if (local_ != nullptr && data_tasks_.has_value()) {
+      std::string state;
+      if (!checkpoint.empty()) {
+        ASSIGN_OR_RETURN(state, DataTaskState(checkpoint));
+      }
+      RETURN_IF_ERROR(local_->SetDataTasks(*data_tasks_, queue_options_, state));
+    }
     return coordinator_->SetModelReady(global_step, checkpoint).status();
+  }
+
+  std::string CheckpointExtraJson() const override {
+    return local_ != nullptr ? local_->DataTaskStateJson() : std::string();
   }
 
   absl::StatusOr<int64_t> WaitForModel() override {
@@ -114,6 +135,19 @@ class ClusterRole final : public JobRole {
   }
 
  private:
+  // The "data_tasks" the checkpoint's manifest keeps ("" when it has none: static input then).
+  static absl::StatusOr<std::string> DataTaskState(const std::string& checkpoint) {
+    ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(checkpoint));
+    ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader,
+                     CheckpointReader::Open(*fs, checkpoint));
+    const nlohmann::json extra =
+        nlohmann::json::parse(reader->extra_json(), nullptr, /*allow_exceptions=*/false);
+    if (!extra.is_object() || !extra.contains("data_tasks")) return std::string();
+    return extra["data_tasks"].dump();
+  }
+
+  std::optional<std::vector<InputTask>> data_tasks_;
+  TaskQueueOptions queue_options_;
   CoordinatorService* coordinator_;
   Coordinator* local_;
   TaskId task_;
@@ -328,6 +362,58 @@ absl::StatusOr<InputConfig> TrainerInput(FileSystems& fs, const MemberOptions& o
   return input;
 }
 
+// Whether the trainers lease the train input from the coordinator's data-task queue: in
+// asynchronous training, for every format but fashion_mnist (whose IDX files keep their static
+// image ranges per trainer). Synchronous training keeps static shares: a trainer waiting for a
+// task that another trainer holds would hold back the version that trainer waits for.
+bool LeasedInput(const MemberOptions& options) {
+  return options.job.train_input.format != "fashion_mnist" && options.job.run.sync_replicas == 0;
+}
+
+// One epoch of the train input cut into data tasks for the coordinator's queue: the files, or for
+// text input that is not split yet, byte ranges of about an eighth of a trainer's share (at least
+// 64 KiB), so that trainers of different speeds even out.
+absl::StatusOr<std::vector<InputTask>> EpochTasks(FileSystems& fs, const MemberOptions& options) {
+  const InputConfig& input = options.job.train_input;
+  StaticTaskOptions tasks = input.TaskOptions();
+  tasks.num_epochs = 1;
+  tasks.shuffle_files = false;
+  const bool text = input.format != "tfrecord";
+  if (text && tasks.split_bytes == 0) {
+    ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFilePatterns(fs, input.files));
+    uint64_t total = 0;
+    for (const std::string& file : files) {
+      ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(file));
+      ASSIGN_OR_RETURN(const uint64_t size, file_system->GetFileSize(file));
+      total += size;
+    }
+    const auto trainers = static_cast<uint64_t>(options.cluster.num_trainers());
+    tasks.split_bytes = std::max<uint64_t>(64 << 10, total / (8 * trainers));
+  }
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<StaticTaskSource> source,
+      StaticTaskSource::Create(fs, tasks, text ? RecordFormat::kText : RecordFormat::kTFRecord),
+      "input.train");
+  std::vector<InputTask> out;
+  for (const DataTask& t : source->epoch_tasks()) {
+    out.push_back({.path = t.path, .begin = t.begin, .end = t.end});
+  }
+  return out;
+}
+
+// The queue's figures as one JSON object, for the chief's output and tests.
+std::string DataTaskSummary(const TaskQueueStats& stats) {
+  nlohmann::json j;
+  j["tasks_per_epoch"] = stats.tasks_per_epoch;
+  j["epochs_completed"] = stats.epochs_completed;
+  j["records_per_epoch"] = stats.records_per_epoch;
+  j["tasks_done_per_epoch"] = stats.tasks_done_per_epoch;
+  j["duplicate_completions"] = stats.duplicate_completions;
+  j["released"] = stats.released;
+  j["tasks_by_trainer"] = stats.tasks_by_holder;
+  return j.dump();
+}
+
 absl::Status RunPs(const MemberOptions& options, uint64_t incarnation) {
   FileSystems& fs = DefaultFileSystems();
   const TaskId task = options.cluster.task;
@@ -364,12 +450,17 @@ absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
   ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator, Estimator::Create(fs, std::move(config)));
   const int trainers = options.cluster.num_trainers();
   const int trainer = options.cluster.trainer_index(task);
-  bool has_tasks = false;
-  ASSIGN_OR_RETURN(InputConfig input, TrainerInput(fs, options, trainer, trainers, &has_tasks));
-  if (has_tasks) {
-    FeatureInput::Options shard;
+  bool has_tasks = true;
+  InputConfig input = options.job.train_input;
+  FeatureInput::Options shard;
+  if (LeasedInput(options)) {
+    shard.leased = std::make_shared<LeasedTaskSource>(&coordinator, task, incarnation);
+  } else {
+    ASSIGN_OR_RETURN(input, TrainerInput(fs, options, trainer, trainers, &has_tasks));
     shard.shard_num = trainers;
     shard.shard_index = trainer;
+  }
+  if (has_tasks) {
     TrainOptions train;
     train.max_steps = options.job.run.max_steps;
     ASSIGN_OR_RETURN(
@@ -475,17 +566,26 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
     ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator,
                      Estimator::Create(fs, std::move(config)));
     const int trainers = options.cluster.num_trainers();
-    bool has_tasks = false;
-    ASSIGN_OR_RETURN(InputConfig input, TrainerInput(fs, options, 0, trainers, &has_tasks));
-    if (!has_tasks) {
-      return absl::InvalidArgumentError(
-          "input.train: the chief's share of the input is empty (fewer input tasks than "
-          "trainers); use more files, or split_bytes for text input");
+    InputConfig input = options.job.train_input;
+    FeatureInput::Options shard;
+    if (LeasedInput(options)) {
+      ASSIGN_OR_RETURN(std::vector<InputTask> tasks, EpochTasks(fs, options));
+      role.SetDataTasks(std::move(tasks), {.num_epochs = input.num_epochs,
+                                           .shuffle = input.shuffle_files,
+                                           .seed = input.pipeline.seed});
+      shard.leased = std::make_shared<LeasedTaskSource>(&coordinator, task, incarnation);
+    } else {
+      bool has_tasks = false;
+      ASSIGN_OR_RETURN(input, TrainerInput(fs, options, 0, trainers, &has_tasks));
+      if (!has_tasks) {
+        return absl::InvalidArgumentError(
+            "input.train: the chief's share of the input is empty (fewer input tasks than "
+            "trainers); use more files, or split_bytes for text input");
+      }
+      shard.shard_num = trainers;
+      shard.shard_index = 0;
     }
     TrainSpec train;
-    FeatureInput::Options shard;
-    shard.shard_num = trainers;
-    shard.shard_index = 0;
     train.input = InputFromConfig(fs, options.job.features, input, "input.train", shard);
     train.max_steps = options.job.run.max_steps;
     ASSIGN_OR_RETURN(TrainAndEvaluateResult result,
@@ -500,6 +600,9 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
       }
     }
     for (const std::string& path : result.exports) out << "exported: " << path << "\n";
+    if (std::optional<TaskQueueStats> stats = coordinator.DataTaskStats(); stats.has_value()) {
+      out << "data tasks: " << DataTaskSummary(*stats) << "\n";
+    }
     out << "summary: " << JoinPath(options.job.run.model_dir, "summary.json") << "\n";
     out.flush();
     return absl::OkStatus();

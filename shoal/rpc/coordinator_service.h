@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace shoal {
 
@@ -59,6 +60,35 @@ struct JobState {
   std::string message;       // why the job failed (kFailed)
 };
 
+// One unit of training input leased from the coordinator's data-task queue
+// (coordinator/task_queue.h): a file, or a byte range of a text file, or a record range of an IDX
+// file -- the fields of data/record.h DataTask.
+struct InputTask {
+  std::string path;
+  uint64_t begin = 0;
+  uint64_t end = UINT64_MAX;  // DataTask::kToEnd
+  int64_t epoch = 0;
+  int64_t id = 0;  // epoch * tasks per epoch + the task's index: unique within the job
+  bool operator==(const InputTask&) const = default;
+};
+
+// A trainer finished task `id`: every record of it was trained and pushed.
+struct TaskDone {
+  int64_t id = 0;
+  int64_t records = 0;  // records trained from it
+};
+
+struct TaskLease {
+  enum class Kind {
+    kTask,  // `task` is yours
+    kWait,  // nothing to lease now, ask again shortly (leases of other trainers may come back)
+    kEnd,   // the input is finished: no more tasks in this job
+  };
+  Kind kind = Kind::kWait;
+  InputTask task;
+  JobState state;
+};
+
 class CoordinatorService {
  public:
   virtual ~CoordinatorService() = default;
@@ -88,6 +118,14 @@ class CoordinatorService {
   [[nodiscard]] virtual absl::StatusOr<JobState> EndJob(bool success,
                                                         absl::string_view message) = 0;
   [[nodiscard]] virtual absl::StatusOr<JobState> GetState() = 0;
+
+  // Data tasks (trainers): reports `done` tasks, then, when `want_task`, leases the next task.
+  // FAILED_PRECONDITION when the job's input is not leased by the coordinator (static input) or
+  // the caller is not a registered trainer; kEnd (no task) once the job is stopping.
+  [[nodiscard]] virtual absl::StatusOr<TaskLease> LeaseTask(const TaskId& task,
+                                                            uint64_t incarnation,
+                                                            absl::Span<const TaskDone> done,
+                                                            bool want_task) = 0;
 };
 
 }  // namespace shoal

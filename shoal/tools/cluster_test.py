@@ -118,8 +118,9 @@ def test_sync_training_aggregates_two_trainers_per_step(tmp_path):
     assert sync["metrics"]["auc"] >= one["metrics"]["auc"] - 0.05, (one, sync)
 
 
-def task_pids(model_dir, task_type):
-    """Pids of the job's `shoal run` processes of one task type (from their TF_CONFIG)."""
+def task_pids(model_dir, task_type, index=None):
+    """Pids of the job's `shoal run` processes of one task type (from their TF_CONFIG), or of one
+    task when `index` is given."""
     found = subprocess.run(["pgrep", "-f", str(model_dir)], capture_output=True, text=True)
     pids = []
     for pid in found.stdout.split():
@@ -129,7 +130,8 @@ def task_pids(model_dir, task_type):
         except OSError:
             continue
         config = json.loads(env.get(b"TF_CONFIG", b"{}"))
-        if config.get("task", {}).get("type") == task_type:
+        task = config.get("task", {})
+        if task.get("type") == task_type and index in (None, task.get("index")):
             pids.append(int(pid))
     return pids
 
@@ -168,6 +170,112 @@ def test_sync_training_goes_on_when_a_worker_dies(tmp_path):
     summary = json.loads((model_dir / "summary.json").read_text())
     assert summary["global_step"] == 600, summary
     assert summary["stop_reason"] == "max_steps", summary
+
+
+def data_tasks(stdout):
+    """The chief's `data tasks: {...}` line (the coordinator's queue figures)."""
+    found = re.search(r"\[chief:0\] data tasks: (\{.*\})", stdout)
+    assert found, stdout[-5000:]
+    return json.loads(found.group(1))
+
+
+def test_data_tasks_give_every_record_exactly_once_per_epoch(tmp_path):
+    """Chief + 3 workers lease small byte-range tasks from the coordinator: over 2 epochs every
+    task is done once per epoch, and the records trained per epoch are exactly the file's rows."""
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    out = run("launch", job.config, "--ps", "1", "--workers", "3",
+              "--model-dir", str(tmp_path / "m"), "--set", "input.train.split_bytes=1024")
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
+    tasks = data_tasks(out.stdout)
+    n = tasks["tasks_per_epoch"]
+    assert n >= 8, tasks
+    assert tasks["records_per_epoch"] == [len(job.train_rows)] * 2, tasks
+    assert tasks["tasks_done_per_epoch"] == [n, n], tasks
+    assert tasks["epochs_completed"] == 2, tasks
+    assert tasks["duplicate_completions"] == 0 and tasks["released"] == 0, tasks
+    assert sum(tasks["tasks_by_trainer"].values()) == 2 * n, tasks
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert summary["stop_reason"] == "input exhausted", summary
+
+
+def test_a_paused_worker_takes_fewer_tasks_and_epochs_stay_exact(tmp_path):
+    """worker:1 is frozen (SIGSTOP) for the first seconds: the chief and worker:0 lease the tasks
+    it would have had statically, and every epoch still has each record exactly once."""
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    model_dir = tmp_path / "m"
+    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "2",
+                               "--model-dir", str(model_dir),
+                               "--set", "input.train.split_bytes=1024",
+                               "--set", "input.train.num_epochs=6"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        paused = None
+        deadline = time.time() + 60
+        while paused is None and time.time() < deadline:
+            for pid in task_pids(model_dir, "worker", 1):
+                os.kill(pid, signal.SIGSTOP)
+                paused = pid
+            time.sleep(0.01)
+        assert paused is not None
+        time.sleep(4)
+        os.kill(paused, signal.SIGCONT)
+        out, _ = launch.communicate(timeout=240)
+    finally:
+        if launch.poll() is None:
+            launch.kill()
+            launch.communicate()
+    assert launch.returncode == 0, out[-5000:]
+    tasks = data_tasks(out)
+    n = tasks["tasks_per_epoch"]
+    assert tasks["records_per_epoch"] == [len(job.train_rows)] * 6, tasks
+    assert tasks["tasks_done_per_epoch"] == [n] * 6, tasks
+    by = tasks["tasks_by_trainer"]
+    # A static split gives each of 3 trainers a third; the paused one gets far less.
+    assert by.get("worker:1", 0) < 6 * n / 3 / 2, tasks
+    assert by["chief:0"] + by["worker:0"] > 2 * (6 * n) / 3, tasks
+
+
+def test_a_killed_worker_s_tasks_go_back_to_the_queue(tmp_path):
+    """worker:0 is SIGKILLed while training asynchronously: once the coordinator declares it dead
+    (run.heartbeat_timeout_secs 3) its leased tasks go back to the queue, the others train them,
+    and the job ends with every epoch complete, evaluated and exported."""
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
+    model_dir = tmp_path / "m"
+    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "1",
+                               "--model-dir", str(model_dir),
+                               "--set", "input.train.split_bytes=1024",
+                               "--set", "input.train.num_epochs=8",
+                               "--set", "run.heartbeat_timeout_secs=3"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = ""
+        deadline = time.time() + 120
+        while time.time() < deadline and not re.search(r"\[worker:0\] .*step \d+ \|", seen):
+            line = launch.stdout.readline()
+            if not line:
+                break
+            seen += line
+        assert re.search(r"\[worker:0\] .*step \d+ \|", seen), seen[-3000:]
+        workers = task_pids(model_dir, "worker")
+        assert len(workers) == 1, workers
+        os.kill(workers[0], signal.SIGKILL)
+        rest, _ = launch.communicate(timeout=240)
+    finally:
+        if launch.poll() is None:
+            launch.kill()
+            launch.communicate()
+    out = seen + rest
+    assert launch.returncode == 0, out[-5000:]
+    tasks = data_tasks(out)
+    n = tasks["tasks_per_epoch"]
+    assert tasks["tasks_done_per_epoch"] == [n] * 8, tasks
+    assert tasks["epochs_completed"] == 8, tasks
+    # At least once: the dead worker's unfinished tasks were trained again by the chief.
+    assert all(r >= len(job.train_rows) for r in tasks["records_per_epoch"]), tasks
+    assert tasks["released"] >= 1, tasks
+    assert "go back to the queue" in out, out[-5000:]
+    assert "exported: " in out, out[-3000:]
+    assert (model_dir / "eval" / "metrics.json").exists()
 
 
 def cluster_env(ports, task_type, index, secret=SECRET):

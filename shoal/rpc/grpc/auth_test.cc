@@ -78,6 +78,7 @@ void ExpectEveryMethodUnauthenticated(ParameterService& ps, CoordinatorService& 
       {"RequestStop", coord.RequestStop().status()},
       {"EndJob", coord.EndJob(true, "").status()},
       {"GetState", coord.GetState().status()},
+      {"LeaseTask", coord.LeaseTask(task, 1, {}, true).status()},
   };
   for (const auto& [method, status] : results) {
     EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated)
@@ -155,6 +156,7 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
   rpc::CommitStepReply commit;
   rpc::WaitForVersionReply version;
   rpc::JobState state;
+  rpc::LeaseTaskReply lease;
   rpc::LookupRequest lookup_request;
   lookup_request.set_table("emb");
   lookup_request.add_ids(1);
@@ -195,6 +197,7 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
       {"RequestStop", call([&](auto* c) { return coord->RequestStop(c, {}, &state); })},
       {"EndJob", call([&](auto* c) { return coord->EndJob(c, {}, &state); })},
       {"GetState", call([&](auto* c) { return coord->GetState(c, {}, &state); })},
+      {"LeaseTask", call([&](auto* c) { return coord->LeaseTask(c, {}, &lease); })},
   };
   for (const auto& [method, status] : results) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED)

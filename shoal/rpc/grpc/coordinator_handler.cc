@@ -1,6 +1,8 @@
 // The CoordinatorService side of GrpcServer (handlers.h).
 #include <memory>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
 #include "shoal/rpc/grpc/handlers.h"
 #include "shoal/rpc/grpc/proto_convert.h"
@@ -8,6 +10,10 @@
 
 namespace shoal::rpc_internal {
 namespace {
+
+// A trainer reports a handful of tasks per call; this bounds what one request may make the
+// coordinator do.
+constexpr int kMaxTasksDonePerCall = 10000;
 
 absl::Status Reply(const absl::StatusOr<JobState>& state, rpc::JobState* reply) {
   RETURN_IF_ERROR(state.status());
@@ -66,6 +72,26 @@ class CoordinatorHandler final : public rpc::CoordinatorService::Service {
   grpc::Status GetState(grpc::ServerContext* ctx, const rpc::GetStateRequest* /*request*/,
                         rpc::JobState* reply) override {
     return gate_->Serve(*ctx, [&] { return Reply(coord_->GetState(), reply); });
+  }
+  grpc::Status LeaseTask(grpc::ServerContext* ctx, const rpc::LeaseTaskRequest* request,
+                         rpc::LeaseTaskReply* reply) override {
+    return gate_->Serve(*ctx, [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(TaskId task, FromProto(request->task()));
+      if (request->done_size() > kMaxTasksDonePerCall) {
+        return absl::InvalidArgumentError(absl::StrCat("LeaseTask: ", request->done_size(),
+                                                       " completions in one call, more than ",
+                                                       kMaxTasksDonePerCall));
+      }
+      std::vector<TaskDone> done;
+      done.reserve(static_cast<size_t>(request->done_size()));
+      for (const rpc::TaskDone& d : request->done()) {
+        done.push_back({.id = d.id(), .records = d.records()});
+      }
+      ASSIGN_OR_RETURN(TaskLease lease,
+                       coord_->LeaseTask(task, request->incarnation(), done, request->want_task()));
+      ToProto(lease, reply);
+      return absl::OkStatus();
+    });
   }
 
  private:

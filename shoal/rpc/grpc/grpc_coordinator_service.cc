@@ -112,6 +112,33 @@ absl::StatusOr<JobState> GrpcCoordinatorService::EndJob(bool success, absl::stri
   });
 }
 
+absl::StatusOr<TaskLease> GrpcCoordinatorService::LeaseTask(const TaskId& task,
+                                                            uint64_t incarnation,
+                                                            absl::Span<const TaskDone> done,
+                                                            bool want_task) {
+  rpc::LeaseTaskRequest request;
+  rpc_internal::ToProto(task, request.mutable_task());
+  request.set_incarnation(incarnation);
+  for (const TaskDone& d : done) {
+    rpc::TaskDone* out = request.add_done();
+    out->set_id(d.id);
+    out->set_records(d.records);
+  }
+  request.set_want_task(want_task);
+  const absl::Duration deadline = channel_->options().call_deadline;
+  grpc::ClientContext ctx;
+  channel_->impl().Prepare(&ctx, deadline);
+  rpc::LeaseTaskReply reply;
+  RETURN_IF_ERROR(channel_->impl().CallStatus(stub_->stub->LeaseTask(&ctx, request, &reply),
+                                              "LeaseTask", deadline));
+  absl::StatusOr<TaskLease> lease = rpc_internal::FromProto(reply);
+  if (!lease.ok()) {
+    return absl::InternalError(absl::StrCat(
+        channel_->peer_description(), ": LeaseTask: malformed reply: ", lease.status().message()));
+  }
+  return lease;
+}
+
 absl::StatusOr<JobState> GrpcCoordinatorService::GetState() {
   rpc::GetStateRequest request;
   return Call(*channel_, "GetState", [&](grpc::ClientContext* ctx, rpc::JobState* reply) {

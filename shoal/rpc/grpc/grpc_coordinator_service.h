@@ -30,6 +30,9 @@ class GrpcCoordinatorService final : public CoordinatorService {
   [[nodiscard]] absl::StatusOr<JobState> RequestStop() override;
   [[nodiscard]] absl::StatusOr<JobState> EndJob(bool success, absl::string_view message) override;
   [[nodiscard]] absl::StatusOr<JobState> GetState() override;
+  [[nodiscard]] absl::StatusOr<TaskLease> LeaseTask(const TaskId& task, uint64_t incarnation,
+                                                    absl::Span<const TaskDone> done,
+                                                    bool want_task) override;
 
  private:
   struct Stub;  // the generated gRPC stub

@@ -85,6 +85,36 @@ TEST_F(GrpcCoordinatorServiceTest, EveryMethodCarriesItsArgumentsAndTheJobState)
   EXPECT_EQ(fake_.calls(), 9);
 }
 
+TEST_F(GrpcCoordinatorServiceTest, LeaseTaskCarriesCompletionsAndTheTask) {
+  const TaskId worker{.role = TaskRole::kWorker, .index = 1};
+  const std::vector<TaskDone> done = {{.id = 3, .records = 100}, {.id = 9, .records = 23}};
+  absl::StatusOr<TaskLease> lease = coord_->LeaseTask(worker, 77, done, true);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->kind, TaskLease::Kind::kTask);
+  // The fake echoes: epoch = completions, id = their records.
+  EXPECT_EQ(lease->task, (InputTask{.path = "want", .begin = 1, .end = 2, .epoch = 2, .id = 123}));
+  EXPECT_EQ(lease->state.phase, JobPhase::kRunning);
+  EXPECT_EQ(fake_.last_task(), worker);
+  EXPECT_EQ(fake_.last_incarnation(), 77u);
+  lease = coord_->LeaseTask(worker, 77, {}, false);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->kind, TaskLease::Kind::kEnd);
+}
+
+TEST_F(GrpcCoordinatorServiceTest, MalformedLeaseRequestsAreInvalidArgument) {
+  auto stub = rpc::CoordinatorService::NewStub(
+      grpc::CreateChannel(lb_.server->address(), grpc::InsecureChannelCredentials()));
+  rpc::LeaseTaskRequest request;
+  request.mutable_task()->set_role(rpc::TASK_ROLE_WORKER);
+  for (int i = 0; i < 10001; ++i) request.add_done()->set_id(i);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(rpc_internal::kSecretMetadataKey, kSecret);
+  rpc::LeaseTaskReply reply;
+  const grpc::Status status = stub->LeaseTask(&ctx, request, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("10001 completions"));
+}
+
 TEST_F(GrpcCoordinatorServiceTest, ErrorsKeepTheirCodeAndNameThePeer) {
   absl::Status s = coord_->Heartbeat({.role = TaskRole::kWorker, .index = 0}, 666).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted);

@@ -247,6 +247,21 @@ class FakeCoordinatorService final : public CoordinatorService {
   absl::StatusOr<JobState> GetState() override {
     return Record({}, 0, {.phase = JobPhase::kRunning, .global_step = 42});
   }
+  // Leases task `id` = the number of completions reported, with the path "want" or "nothing".
+  absl::StatusOr<TaskLease> LeaseTask(const TaskId& task, uint64_t incarnation,
+                                      absl::Span<const TaskDone> done, bool want_task) override {
+    TaskLease lease;
+    lease.kind = want_task ? TaskLease::Kind::kTask : TaskLease::Kind::kEnd;
+    int64_t records = 0;
+    for (const TaskDone& d : done) records += d.records;
+    lease.task = {.path = want_task ? "want" : "nothing",
+                  .begin = 1,
+                  .end = 2,
+                  .epoch = static_cast<int64_t>(done.size()),
+                  .id = records};
+    lease.state = Record(task, incarnation, {.phase = JobPhase::kRunning});
+    return lease;
+  }
 
  private:
   JobState Record(const TaskId& task, uint64_t incarnation, JobState state) {

@@ -413,4 +413,56 @@ absl::StatusOr<JobState> FromProto(const rpc::JobState& in) {
   return state;
 }
 
+void ToProto(const TaskLease& lease, rpc::LeaseTaskReply* out) {
+  switch (lease.kind) {
+    case TaskLease::Kind::kTask:
+      out->set_kind(rpc::LEASE_KIND_TASK);
+      break;
+    case TaskLease::Kind::kWait:
+      out->set_kind(rpc::LEASE_KIND_WAIT);
+      break;
+    case TaskLease::Kind::kEnd:
+      out->set_kind(rpc::LEASE_KIND_END);
+      break;
+  }
+  if (lease.kind == TaskLease::Kind::kTask) {
+    rpc::InputTask* task = out->mutable_task();
+    task->set_path(lease.task.path);
+    task->set_begin(lease.task.begin);
+    task->set_end(lease.task.end);
+    task->set_epoch(lease.task.epoch);
+    task->set_id(lease.task.id);
+  }
+  ToProto(lease.state, out->mutable_state());
+}
+
+absl::StatusOr<TaskLease> FromProto(const rpc::LeaseTaskReply& in) {
+  TaskLease lease;
+  switch (in.kind()) {
+    case rpc::LEASE_KIND_TASK:
+      lease.kind = TaskLease::Kind::kTask;
+      break;
+    case rpc::LEASE_KIND_WAIT:
+      lease.kind = TaskLease::Kind::kWait;
+      break;
+    case rpc::LEASE_KIND_END:
+      lease.kind = TaskLease::Kind::kEnd;
+      break;
+    default:
+      return UnknownEnum("lease kind", in.kind());
+  }
+  if (lease.kind == TaskLease::Kind::kTask) {
+    const rpc::InputTask& t = in.task();
+    if (t.path().empty() || t.end() < t.begin() || t.epoch() < 0 || t.id() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("leased task '", t.path(), "' [", t.begin(),
+                                                     ", ", t.end(), ") epoch ", t.epoch(), " id ",
+                                                     t.id(), " is not a valid task"));
+    }
+    lease.task = {
+        .path = t.path(), .begin = t.begin(), .end = t.end(), .epoch = t.epoch(), .id = t.id()};
+  }
+  ASSIGN_OR_RETURN(lease.state, FromProto(in.state()));
+  return lease;
+}
+
 }  // namespace shoal::rpc_internal

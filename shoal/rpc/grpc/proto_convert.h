@@ -40,4 +40,8 @@ absl::StatusOr<TaskId> FromProto(const rpc::TaskId& in);
 void ToProto(const JobState& state, rpc::JobState* out);
 absl::StatusOr<JobState> FromProto(const rpc::JobState& in);
 
+void ToProto(const TaskLease& lease, rpc::LeaseTaskReply* out);
+// INVALID_ARGUMENT for an unknown kind, a task with end < begin or a negative epoch or id.
+absl::StatusOr<TaskLease> FromProto(const rpc::LeaseTaskReply& in);
+
 }  // namespace shoal::rpc_internal
