@@ -2,6 +2,8 @@
 # Installs what shoal needs on Debian 12, idempotently and quietly.
 #   scripts/install-deps.sh            build + test dependencies (C++ libraries, tools, data set)
 #   scripts/install-deps.sh --bench    also what the benchmarks compare against (OpenBLAS)
+#   scripts/install-deps.sh --compare  also the PyTorch peer of bench/compare (Debian's
+#                                      python3-torch, and python3-pandas to pre-parse its input)
 # Only missing packages are installed; a machine that has them all does no network access.
 set -euo pipefail
 
@@ -13,9 +15,13 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
+  openjdk-17-jdk-headless maven  # tests only: the HDFS minicluster (scripts/hdfs-minicluster.sh)
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libopenblas-dev)
+fi
+if [[ "${1:-}" == "--compare" ]]; then
+  packages+=(python3-torch python3-pandas)
 fi
 
 missing=()

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Exercises the shoal binary as a user would: exit codes and messages. Usage: cli_test.py SHOAL"""
+import os
 import subprocess
 import sys
 import unittest
@@ -20,7 +21,7 @@ class CliTest(unittest.TestCase):
     def test_unknown_subcommand_is_a_usage_error(self):
         out = run("frobnicate")
         self.assertEqual(out.returncode, 2)
-        self.assertEqual(out.stderr, "error: unknown command 'frobnicate'; commands: quickstart, inspect, convert, gen-data, train, evaluate, predict, export, run, launch, version\n")
+        self.assertEqual(out.stderr, "error: unknown command 'frobnicate'; commands: quickstart, inspect, convert, gen-data, train, evaluate, predict, export, run, launch, doctor, version\n")
 
     def test_out_of_range_flag_is_a_usage_error(self):
         out = run("quickstart", "--epochs", "0")
@@ -104,6 +105,48 @@ class CliTest(unittest.TestCase):
                       os.path.join(d, "x"), os.path.join(d, "txt", "part-*"))
             self.assertEqual(out.returncode, 1)
             self.assertIn("skip:N", out.stderr)
+
+    def test_doctor_local_directory_is_writable(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            out = run("doctor", d)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            self.assertIn("  ok    exists: directory\n", out.stdout)
+            self.assertIn(f"  ok    write probe: writable: created, read back and deleted a probe "
+                          f"file in {d}\n", out.stdout)
+            self.assertTrue(out.stdout.endswith("all checks passed\n"), out.stdout)
+            self.assertEqual(os.listdir(d), [])  # the probe is gone
+            out = run("doctor", os.path.join(d, "model", "new"))
+            self.assertEqual(out.returncode, 0, out.stdout)
+            self.assertIn("does not exist yet; the nearest existing directory is " + d, out.stdout)
+
+    def test_doctor_names_what_is_wrong(self):
+        import socket
+        import tempfile
+        with tempfile.NamedTemporaryFile() as f:
+            out = run("doctor", os.path.join(f.name, "x"))
+            self.assertEqual(out.returncode, 1, out.stdout)
+            self.assertIn(f"above it is a file", out.stdout)
+        # An RPC port with no known HTTP port: the variable to set is named.
+        out = run("doctor", "hdfs://127.0.0.1:12345/data")
+        self.assertEqual(out.returncode, 1, out.stdout)
+        self.assertIn("FAIL  URI: no WebHDFS (HTTP) port known for the NameNode RPC port 12345",
+                      out.stdout)
+        self.assertIn("SHOAL_HDFS_HTTP_PORTS=12345:<http port>", out.stdout)
+        # Nobody listening on the HTTP port.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        out = run("doctor", f"webhdfs://127.0.0.1:{port}/data")
+        self.assertEqual(out.returncode, 1, out.stdout)
+        self.assertIn(f"FAIL  TCP connect: connection refused to 127.0.0.1:{port}\n", out.stdout)
+        self.assertIn("dfs.webhdfs.enabled", out.stdout)
+        self.assertIn(f"is {port} the NameNode's HTTP port", out.stdout)
+        # A malformed environment is an error for every command, naming the variable.
+        out = subprocess.run([SHOAL, "version"], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "SHOAL_HDFS_HTTP_PORTS": "8020=9870"})
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("SHOAL_HDFS_HTTP_PORTS", out.stderr)
 
     def test_gen_data_needs_out(self):
         out = run("gen-data", "ctr", "--rows", "10")

@@ -1,6 +1,5 @@
 #include "shoal/tools/job_commands.h"
 
-#include <fstream>
 #include <memory>
 #include <utility>
 
@@ -13,6 +12,7 @@
 #include "shoal/estimator/job_config.h"
 #include "shoal/estimator/models.h"
 #include "shoal/estimator/plugin.h"
+#include "shoal/io/file_system.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/path.h"
 
@@ -106,16 +106,17 @@ absl::Status RunPredictCommand(const JobCommandOptions& options, std::ostream& o
   input.pipeline.drop_remainder = false;
   FeatureInput::Options reader;
   reader.require_label = false;
-  std::ofstream file;
-  std::ostream* sink = &out;
-  if (!options.predict_output.empty()) {
-    file.open(options.predict_output, std::ios::out | std::ios::trunc);
-    if (!file) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("cannot write predictions to ", options.predict_output));
-    }
-    sink = &file;
+  // --output goes through the file systems (a local path, hdfs://, ...): written to
+  // "<output>.partial" and renamed when complete, so a failed run leaves no truncated output.
+  const std::string& output = options.predict_output;
+  const std::string partial = output + ".partial";
+  FileSystem* output_fs = nullptr;
+  std::unique_ptr<WritableFile> file;
+  if (!output.empty()) {
+    ASSIGN_OR_RETURN(output_fs, fs.For(output), "--output");
+    ASSIGN_OR_RETURN(file, output_fs->NewWritableFile(partial), "writing predictions to ", output);
   }
+  std::string lines;
   int64_t rows = 0;
   RETURN_IF_ERROR(job.estimator->Predict(
       InputFromConfig(fs, job.config.features, input, "input.predict", reader), {},
@@ -127,16 +128,26 @@ absl::Status RunPredictCommand(const JobCommandOptions& options, std::ostream& o
             std::vector<float> row(value->data() + i * width, value->data() + (i + 1) * width);
             line[name] = row;
           }
-          *sink << line.dump() << "\n";
+          lines += line.dump();
+          lines += '\n';
         }
         rows += batch.batch_size;
+        if (file == nullptr) {
+          out << lines;
+        } else {
+          RETURN_IF_ERROR_CTX(file->Append(lines), "writing predictions to ", partial);
+        }
+        lines.clear();
         return absl::OkStatus();
       }));
-  sink->flush();
-  if (!*sink) return absl::DataLossError("writing the predictions failed");
-  if (!options.predict_output.empty()) {
-    out << "predicted " << rows << " examples into " << options.predict_output << "\n";
+  if (file == nullptr) {
+    out.flush();
+    if (!out) return absl::DataLossError("writing the predictions failed");
+    return absl::OkStatus();
   }
+  RETURN_IF_ERROR_CTX(file->Close(), "writing predictions to ", partial);
+  RETURN_IF_ERROR_CTX(output_fs->RenameFile(partial, output), "moving ", partial, " to ", output);
+  out << "predicted " << rows << " examples into " << output << "\n";
   return absl::OkStatus();
 }
 

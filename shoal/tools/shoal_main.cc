@@ -2,6 +2,7 @@
 // its flags here, runs, and turns an error status into "error: <message>" and exit code 1.
 // Usage errors exit 2 (CLI11's convention is kept).
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -14,8 +15,10 @@
 #include "shoal/base/logging.h"
 #include "shoal/data/ctr_generator.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/io/hdfs/webhdfs_file_system.h"
 #include "shoal/tools/cluster_commands.h"
 #include "shoal/tools/convert.h"
+#include "shoal/tools/doctor.h"
 #include "shoal/tools/inspect.h"
 #include "shoal/tools/inspect_checkpoint.h"
 #include "shoal/tools/job_commands.h"
@@ -250,9 +253,27 @@ void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOpti
   });
 }
 
+void AddDoctor(CLI::App& app, DoctorOptions& options, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "doctor",
+      "Check that shoal can use a path (hdfs://, webhdfs:// or local) and say what to fix");
+  cmd->add_option("PATH", options.path, "e.g. hdfs://namenode:8020/user/me/model")->required();
+  cmd->callback([&options, &exit_code] {
+    const bool ok = RunDoctor(options, DefaultFileSystems(), std::cout);
+    std::cout.flush();
+    if (!ok) exit_code = 1;
+  });
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
+  // hdfs:// and webhdfs:// paths for every command, set up from the environment (docs/hdfs.md).
+  absl::StatusOr<WebHdfsOptions> hdfs = WebHdfsOptionsFromEnvironment(&std::getenv);
+  if (!hdfs.ok()) return ReportError(hdfs.status());
+  if (absl::Status status = RegisterWebHdfsFileSystems(DefaultFileSystems(), *hdfs); !status.ok()) {
+    return ReportError(status);
+  }
   CLI::App app{"shoal: train sparse and dense models on one machine or a cluster"};
   app.require_subcommand(1);
   app.set_version_flag("--version", kVersion);
@@ -271,6 +292,9 @@ int Main(int argc, char** argv) {
   RunCommandOptions run;
   LaunchCommandOptions launch;
   AddClusterCommands(app, run, launch, exit_code);
+  DoctorOptions doctor;
+  doctor.hdfs = *hdfs;
+  AddDoctor(app, doctor, exit_code);
   app.add_subcommand("version", "Print the version")->callback([] {
     std::printf("shoal %s\n", kVersion);
   });
