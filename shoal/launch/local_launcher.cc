@@ -47,6 +47,9 @@ struct Child {
   std::string pending;  // a partial line
   bool exited = false;
   int exit_code = 0;
+  std::vector<std::string> args;  // to start it again
+  std::vector<std::string> env;
+  int restarts = 0;
 };
 
 // Copies complete lines from the child's pipe to stdout with its prefix; false at EOF.
@@ -227,13 +230,15 @@ absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
                                       {"task", {{"type", task.type}, {"index", task.index}}}};
     std::vector<std::string> args = {"run"};
     args.insert(args.end(), options.run_args.begin(), options.run_args.end());
+    std::vector<std::string> env = {"TF_CONFIG=" + tf_config.dump(), "SHOAL_JOB_SECRET=" + secret};
     absl::StatusOr<Child> child =
-        Spawn(absl::StrCat(task.type, ":", task.index), binary, args,
-              {"TF_CONFIG=" + tf_config.dump(), "SHOAL_JOB_SECRET=" + secret});
+        Spawn(absl::StrCat(task.type, ":", task.index), binary, args, env);
     if (!child.ok()) {
       start_status = child.status();
       break;
     }
+    child->args = std::move(args);
+    child->env = std::move(env);
     children.push_back(std::move(*child));
   }
 
@@ -256,20 +261,48 @@ absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
   while (true) {
     // Reap exits.
     bool all_exited = true;
-    for (Child& c : children) {
+    std::vector<size_t> restart;
+    for (size_t i = 0; i < children.size(); ++i) {
+      Child& c = children[i];
       if (c.exited) continue;
       int status = 0;
       const pid_t r = waitpid(c.pid, &status, WNOHANG);
       if (r == c.pid) {
         c.exited = true;
         c.exit_code = ExitCodeOf(status);
-        if (c.exit_code != 0 || &c == &children[chief]) {
+        if (c.exit_code != 0 || i == chief) {
           LOG(INFO) << c.name << " exited with code " << c.exit_code;
         }
-        if (&c == &children[chief]) chief_exit = absl::Now();
+        if (i == chief) chief_exit = absl::Now();
+        const bool worker = absl::StartsWith(c.name, "worker:");
+        if (worker && c.exit_code != 0 && chief_exit == absl::InfiniteFuture() &&
+            term_sent == absl::InfiniteFuture()) {
+          if (c.restarts < options.max_restarts) {
+            restart.push_back(i);
+          } else {
+            LOG(WARNING) << c.name << " died " << c.restarts + 1
+                         << " times; not restarting it again (--max-restarts "
+                         << options.max_restarts << ")";
+          }
+        }
       } else {
         all_exited = false;
       }
+    }
+    for (size_t i : restart) {
+      const Child& dead = children[i];
+      LOG(WARNING) << "restarting " << dead.name << " (restart " << dead.restarts + 1 << " of "
+                   << options.max_restarts << ")";
+      absl::StatusOr<Child> again = Spawn(dead.name, binary, dead.args, dead.env);
+      if (!again.ok()) {
+        LOG(WARNING) << "restarting " << dead.name << " failed: " << again.status();
+        continue;
+      }
+      again->args = dead.args;
+      again->env = dead.env;
+      again->restarts = dead.restarts + 1;
+      children.push_back(std::move(*again));  // the old entry drains its pipe to EOF
+      all_exited = false;
     }
     bool pipes_open = false;
     for (const Child& c : children) pipes_open = pipes_open || c.out_fd >= 0;

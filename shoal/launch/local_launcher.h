@@ -30,6 +30,10 @@ struct LaunchOptions {
   int num_workers = 0;                // workers besides the chief (which trains too), >= 0
   bool evaluator = false;
   std::string host = "127.0.0.1";
+  // A worker that dies (exits non-zero or by a signal) while the chief runs is started again, at
+  // most this many times per worker; it registers with a new incarnation, and the coordinator
+  // gives its unfinished data tasks to whoever asks next.
+  int max_restarts = 3;
   absl::Duration exit_grace = absl::Seconds(30);
   absl::Duration kill_grace = absl::Seconds(10);
 };

@@ -65,6 +65,7 @@ absl::StatusOr<int> RunLaunchCommand(const LaunchCommandOptions& options) {
   launch.num_ps = options.num_ps;
   launch.num_workers = options.num_workers;
   launch.evaluator = options.evaluator;
+  launch.max_restarts = options.max_restarts;
   launch.run_args.push_back(options.job.config);
   for (const std::string& o : options.job.overrides) {
     launch.run_args.push_back("--set");

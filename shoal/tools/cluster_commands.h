@@ -35,6 +35,7 @@ struct LaunchCommandOptions {
   int num_ps = 1;
   int num_workers = 1;
   bool evaluator = false;
+  int max_restarts = 3;
 };
 
 // The chief's exit code.

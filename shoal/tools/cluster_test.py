@@ -142,7 +142,7 @@ def test_sync_training_goes_on_when_a_worker_dies(tmp_path):
     job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=10)
     model_dir = tmp_path / "m"
     launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "1",
-                               "--model-dir", str(model_dir),
+                               "--model-dir", str(model_dir), "--max-restarts", "0",
                                "--set", "input.train.num_epochs=0",
                                "--set", "run.max_steps=600",
                                "--set", "run.sync_replicas=2"],
@@ -235,14 +235,18 @@ def test_a_paused_worker_takes_fewer_tasks_and_epochs_stay_exact(tmp_path):
     assert by["chief:0"] + by["worker:0"] > 2 * (6 * n) / 3, tasks
 
 
-def test_a_killed_worker_s_tasks_go_back_to_the_queue(tmp_path):
-    """worker:0 is SIGKILLed while training asynchronously: once the coordinator declares it dead
-    (run.heartbeat_timeout_secs 3) its leased tasks go back to the queue, the others train them,
-    and the job ends with every epoch complete, evaluated and exported."""
+@pytest.mark.parametrize("restarts", [0, 1])
+def test_a_killed_worker_s_tasks_go_back_to_the_queue(tmp_path, restarts):
+    """worker:0 is SIGKILLed while training asynchronously. Without restarts, once the coordinator
+    declares it dead (run.heartbeat_timeout_secs 3) its leased tasks go back to the queue and the
+    chief trains them; with one, `shoal launch` starts it again and its new incarnation's
+    registration returns them at once. Either way the job ends with every epoch complete,
+    evaluated and exported."""
     job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
     model_dir = tmp_path / "m"
     launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "1",
                                "--model-dir", str(model_dir),
+                               "--max-restarts", str(restarts),
                                "--set", "input.train.split_bytes=1024",
                                "--set", "input.train.num_epochs=8",
                                "--set", "run.heartbeat_timeout_secs=3"],
@@ -274,6 +278,12 @@ def test_a_killed_worker_s_tasks_go_back_to_the_queue(tmp_path):
     assert all(r >= len(job.train_rows) for r in tasks["records_per_epoch"]), tasks
     assert tasks["released"] >= 1, tasks
     assert "go back to the queue" in out, out[-5000:]
+    if restarts:
+        assert "restarting worker:0 (restart 1 of 1)" in out, out[-5000:]
+        assert "worker:0 restarted: its" in out, out[-5000:]
+        assert "worker:0" in tasks["tasks_by_trainer"], tasks
+    else:
+        assert "worker:0 is dead" in out, out[-5000:]
     assert "exported: " in out, out[-3000:]
     assert (model_dir / "eval" / "metrics.json").exists()
 

@@ -243,6 +243,11 @@ void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOpti
   launch_cmd->add_flag("--evaluator", launch.evaluator,
                        "Also start an evaluator: it evaluates each new checkpoint in its own "
                        "process");
+  launch_cmd
+      ->add_option("--max-restarts", launch.max_restarts,
+                   "Times a worker that dies is started again (per worker)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   launch_cmd->callback([&launch, &exit_code] {
     absl::StatusOr<int> code = RunLaunchCommand(launch);
     if (!code.ok()) {
