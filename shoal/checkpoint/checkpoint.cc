@@ -282,4 +282,61 @@ absl::StatusOr<std::vector<std::string>> ApplyRetention(
   return deleted;
 }
 
+namespace {
+
+constexpr char kReadersDir[] = "readers";
+
+absl::Status CheckReaderName(absl::string_view reader) {
+  if (reader.empty() || reader == "." || reader == ".." ||
+      reader.find_first_of("/\\") != absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint reader name '", reader, "' must be a plain file name"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status AnnounceReader(FileSystem& fs, absl::string_view model_dir, absl::string_view reader,
+                            absl::string_view checkpoint) {
+  RETURN_IF_ERROR(CheckReaderName(reader));
+  const std::string dir = JoinPath(model_dir, kReadersDir);
+  RETURN_IF_ERROR(fs.RecursivelyCreateDir(dir));
+  const nlohmann::json note = {{"checkpoint", std::string(Basename(checkpoint))},
+                               {"unix_seconds", absl::ToUnixSeconds(absl::Now())}};
+  return WriteStringToFile(fs, JoinPath(dir, reader), note.dump());
+}
+
+absl::Status WithdrawReader(FileSystem& fs, absl::string_view model_dir, absl::string_view reader) {
+  RETURN_IF_ERROR(CheckReaderName(reader));
+  const std::string path = JoinPath(JoinPath(model_dir, kReadersDir), reader);
+  ASSIGN_OR_RETURN(const bool exists, fs.FileExists(path));
+  if (!exists) return absl::OkStatus();
+  return fs.DeleteFile(path);
+}
+
+absl::StatusOr<std::set<std::string>> CheckpointsBeingRead(FileSystem& fs,
+                                                           absl::string_view model_dir,
+                                                           absl::Duration max_age) {
+  std::set<std::string> names;
+  const std::string dir = JoinPath(model_dir, kReadersDir);
+  ASSIGN_OR_RETURN(const bool exists, fs.FileExists(dir));
+  if (!exists) return names;
+  ASSIGN_OR_RETURN(const std::vector<std::string> readers, fs.GetChildren(dir));
+  const int64_t now = absl::ToUnixSeconds(absl::Now());
+  for (const std::string& reader : readers) {
+    absl::StatusOr<std::string> text = ReadFileToString(fs, JoinPath(dir, reader));
+    if (!text.ok()) continue;  // withdrawn meanwhile
+    const nlohmann::json note = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!note.is_object() || !note.contains("checkpoint") || !note["checkpoint"].is_string() ||
+        !note.contains("unix_seconds") || !note["unix_seconds"].is_number_integer()) {
+      LOG(WARNING) << "ignoring malformed checkpoint reader note " << JoinPath(dir, reader);
+      continue;
+    }
+    if (now - note["unix_seconds"].get<int64_t>() > absl::ToInt64Seconds(max_age)) continue;
+    names.insert(note["checkpoint"].get<std::string>());
+  }
+  return names;
+}
+
 }  // namespace shoal

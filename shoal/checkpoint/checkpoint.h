@@ -87,4 +87,16 @@ struct LatestCheckpointOptions {
     FileSystem& fs, absl::string_view model_dir, int keep_max,
     const std::set<std::string>& protected_checkpoints = {});
 
+// Readers in other processes (the evaluator) announce the checkpoint they are reading, so that
+// the writer's retention keeps it: MODEL_DIR/readers/<reader> holds the checkpoint's name and the
+// time of the announcement. CheckpointsBeingRead lists the names announced within `max_age` (an
+// announcement of a reader that died is ignored once older). `reader` is a plain file name
+// ("evaluator"); INVALID_ARGUMENT otherwise.
+[[nodiscard]] absl::Status AnnounceReader(FileSystem& fs, absl::string_view model_dir,
+                                          absl::string_view reader, absl::string_view checkpoint);
+[[nodiscard]] absl::Status WithdrawReader(FileSystem& fs, absl::string_view model_dir,
+                                          absl::string_view reader);
+[[nodiscard]] absl::StatusOr<std::set<std::string>> CheckpointsBeingRead(
+    FileSystem& fs, absl::string_view model_dir, absl::Duration max_age);
+
 }  // namespace shoal

@@ -235,6 +235,29 @@ TEST_F(CheckpointTest, RetentionKeepsNewestAndProtected) {
   EXPECT_TRUE(absl::IsInvalidArgument(ApplyRetention(*mem_, kModelDir, 0).status()));
 }
 
+TEST_F(CheckpointTest, AnnouncedReadersProtectTheirCheckpointUntilWithdrawnOrStale) {
+  EXPECT_TRUE(CheckpointsBeingRead(*mem_, kModelDir, absl::Hours(1))->empty());
+  for (int64_t step : {100, 200}) ASSERT_TRUE(Save(*mem_, step).ok());
+  ASSERT_TRUE(AnnounceReader(*mem_, kModelDir, "evaluator", Dir(100)).ok());
+  ASSERT_TRUE(AnnounceReader(*mem_, kModelDir, "other", "ckpt-200").ok());
+  EXPECT_THAT(*CheckpointsBeingRead(*mem_, kModelDir, absl::Hours(1)),
+              ElementsAre("ckpt-100", "ckpt-200"));
+  ASSERT_TRUE(WithdrawReader(*mem_, kModelDir, "other").ok());
+  ASSERT_TRUE(WithdrawReader(*mem_, kModelDir, "other").ok());  // twice is fine
+  ASSERT_TRUE(Save(*mem_, 300).ok());
+  absl::StatusOr<std::set<std::string>> reading =
+      CheckpointsBeingRead(*mem_, kModelDir, absl::Hours(1));
+  ASSERT_TRUE(reading.ok());
+  EXPECT_THAT(*ApplyRetention(*mem_, kModelDir, 1, *reading), ElementsAre(Dir(200)));
+  // An announcement older than max_age is a reader that died: ignored.
+  ASSERT_TRUE(WriteStringToFile(*mem_, absl::StrCat(kModelDir, "/readers/evaluator"),
+                                R"({"checkpoint": "ckpt-100", "unix_seconds": 1000})")
+                  .ok());
+  EXPECT_TRUE(CheckpointsBeingRead(*mem_, kModelDir, absl::Hours(1))->empty());
+  EXPECT_TRUE(absl::IsInvalidArgument(AnnounceReader(*mem_, kModelDir, "../x", Dir(100))));
+  EXPECT_TRUE(absl::IsInvalidArgument(WithdrawReader(*mem_, kModelDir, "")));
+}
+
 TEST_F(CheckpointTest, PrepareReplacesStaleDirectoriesButNotTheLatest) {
   ASSERT_TRUE(Save(*mem_, 100).ok());
   EXPECT_TRUE(absl::IsAlreadyExists(PrepareCheckpointDir(*mem_, kModelDir, 100).status()));

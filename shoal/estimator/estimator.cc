@@ -62,6 +62,10 @@ absl::Status Check(const EstimatorConfig& config) {
 
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
 
+// An evaluator's announcement of the checkpoint it reads protects it from retention this long (an
+// evaluation takes far less; an older announcement is of an evaluator that died).
+constexpr absl::Duration kReaderAnnouncementMaxAge = absl::Hours(1);
+
 // Sync training: one WaitForVersion call waits at most this long, so that a long wait is logged.
 constexpr absl::Duration kSyncWaitSlice = absl::Seconds(10);
 
@@ -236,8 +240,10 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
                    client_->Save(fs, config_.run.model_dir, global_step_, extra.dump()));
   saved_step_ = global_step_;
   loaded_checkpoint_ = dir;
-  std::set<std::string> protect;
   if (config_.run.keep_checkpoint_max > 0) {
+    // Never delete what another process (the evaluator) announced it is reading.
+    ASSIGN_OR_RETURN(const std::set<std::string> protect,
+                     CheckpointsBeingRead(fs, config_.run.model_dir, kReaderAnnouncementMaxAge));
     ASSIGN_OR_RETURN(
         std::vector<std::string> deleted,
         ApplyRetention(fs, config_.run.model_dir, config_.run.keep_checkpoint_max, protect));

@@ -519,7 +519,11 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
     const bool due = absl::Now() - start >= absl::Seconds(options.job.eval.start_delay_secs) &&
                      absl::Now() - last_eval >= absl::Seconds(options.job.eval.throttle_secs);
     if (latest.ok() && *latest != evaluated && (due || ended)) {
-      ASSIGN_OR_RETURN(EvalResult result, estimator->Evaluate(input, eval));
+      // The chief's checkpoint retention keeps what the evaluator announced it reads.
+      RETURN_IF_ERROR(AnnounceReader(*model_fs, model_dir, "evaluator", *latest));
+      absl::StatusOr<EvalResult> evaluated_result = estimator->Evaluate(input, eval);
+      RETURN_IF_ERROR(WithdrawReader(*model_fs, model_dir, "evaluator"));
+      ASSIGN_OR_RETURN(EvalResult result, std::move(evaluated_result));
       LOG(INFO) << "evaluator: " << result.checkpoint << " at global step " << result.global_step
                 << ": loss " << result.metrics["loss"];
       evaluated = *latest;
