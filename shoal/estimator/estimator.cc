@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
 #include "shoal/base/logging.h"
@@ -176,9 +177,24 @@ absl::Status Estimator::LoadLatestAsChief(bool allow_fresh) {
     return absl::FailedPreconditionError(absl::StrCat(
         "no checkpoint in model_dir ", config_.run.model_dir, "; train the model first"));
   }
-  RETURN_IF_ERROR_CTX(client_->Initialize(spec_), "initialising the parameters");
   global_step_ = 0;
   saved_step_ = -1;
+  const WarmStartConfig& warm = config_.run.warm_start;
+  if (!warm.from.empty()) {
+    // TF's warm_start_from: a model directory (its latest checkpoint) or a checkpoint directory.
+    ASSIGN_OR_RETURN(FileSystem * warm_fs, fs_.For(warm.from), "run.warm_start.from");
+    std::string checkpoint = warm.from;
+    absl::StatusOr<std::string> latest_there = LatestCheckpoint(*warm_fs, warm.from);
+    if (latest_there.ok()) checkpoint = *latest_there;
+    RETURN_IF_ERROR_CTX(client_->WarmStart(spec_, checkpoint, warm.patterns), "warm-starting from ",
+                        checkpoint, " (run.warm_start.from)");
+    loaded_ = true;
+    LOG(INFO) << "No checkpoint in " << config_.run.model_dir << ": warm-started from "
+              << checkpoint << " (the variables and tables matching "
+              << absl::StrJoin(warm.patterns, ", ") << "; optimizer slots fresh), step 0";
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR_CTX(client_->Initialize(spec_), "initialising the parameters");
   loaded_ = true;
   LOG(INFO) << "No checkpoint in " << config_.run.model_dir << ": starting from step 0 ("
             << spec_.dense.size() << " dense variables, " << spec_.tables.size() << " tables)";

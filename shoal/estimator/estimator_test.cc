@@ -431,6 +431,45 @@ TEST_F(EstimatorTest, PipelinedPullCannotBeOnWithSyncTraining) {
   EXPECT_NE(estimator.status().message().find("auto, on or off"), std::string::npos);
 }
 
+// run.warm_start: a new model_dir starts from another model's values (TF's warm_start_from).
+TEST_F(EstimatorTest, WarmStartStartsANewModelFromAnotherOnesValues) {
+  auto trained = Make("wide_deep", JoinPath(dir_, "trained"));
+  ASSERT_TRUE(trained->Train(Input(train_, 50, 2), {}).ok());
+  const auto make = [&](const std::string& name, std::vector<std::string> patterns) {
+    EstimatorConfig config = Config("wide_deep", JoinPath(dir_, name));
+    config.run.warm_start = {.from = JoinPath(dir_, "trained"), .patterns = std::move(patterns)};
+    auto estimator = Estimator::Create(fs_, std::move(config));
+    EXPECT_TRUE(estimator.ok()) << estimator.status();
+    return std::move(*estimator);
+  };
+  auto warm = make("warm", {"*"});
+  auto nothing = make("nothing", {"no/such/*"});
+  auto fresh = Make("wide_deep", JoinPath(dir_, "fresh"));
+  for (Estimator* e : {warm.get(), nothing.get(), fresh.get()}) {
+    ASSERT_OK_AND_ASSIGN(result, e->Train(Input(train_, 50, 0), {.steps = 1}));
+    EXPECT_EQ(result.global_step, 1);
+  }
+  ASSERT_OK_AND_ASSIGN(et, trained->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  ASSERT_OK_AND_ASSIGN(ew, warm->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  ASSERT_OK_AND_ASSIGN(en, nothing->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  ASSERT_OK_AND_ASSIGN(ef, fresh->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  EXPECT_GT(ew.metrics["auc"], ef.metrics["auc"] + 0.05);
+  EXPECT_NEAR(ew.metrics["auc"], et.metrics["auc"], 0.03);
+  EXPECT_EQ(en.metrics, ef.metrics);  // nothing selected: exactly a fresh start
+  // Once the new model has a checkpoint, it resumes from it, not from the warm start.
+  warm = make("warm", {"*"});
+  ASSERT_OK_AND_ASSIGN(again, warm->Evaluate(Input(eval_, 100, 1), {.write_files = false}));
+  EXPECT_EQ(again.global_step, 1);
+  EXPECT_EQ(again.metrics, ew.metrics);
+
+  EstimatorConfig missing = Config("wide_deep", JoinPath(dir_, "missing"));
+  missing.run.warm_start.from = JoinPath(dir_, "no_such_model");
+  ASSERT_OK_AND_ASSIGN(broken, Estimator::Create(fs_, std::move(missing)));
+  const absl::Status status = broken->Train(Input(train_, 50, 0), {.steps = 1}).status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("run.warm_start.from"), std::string::npos) << status;
+}
+
 TEST_F(EstimatorTest, CorruptLatestCheckpointFallsBackToThePreviousOne) {
   {
     auto estimator = Make("wide_deep", dir_);

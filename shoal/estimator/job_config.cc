@@ -316,7 +316,23 @@ absl::Status ParseInput(const Ctx& ctx, const Node& node, const std::string& pat
   return r.Finish();
 }
 
-absl::Status ParseRun(MapReader& r, RunConfig* run) {
+absl::Status ParseWarmStart(const Ctx& ctx, MapReader& r, WarmStartConfig* warm) {
+  RETURN_IF_ERROR(RequireString(r, "from", &warm->from));
+  warm->from = ResolvePath(ctx, r.Get("from"), warm->from);
+  if (r.Has("patterns")) {
+    warm->patterns.clear();
+    RETURN_IF_ERROR(r.Read("patterns", &warm->patterns));
+    if (warm->patterns.empty()) {
+      return r.ErrorAt("patterns", "must name at least one pattern (\"*\" for everything)");
+    }
+    for (const std::string& p : warm->patterns) {
+      if (p.empty()) return r.ErrorAt("patterns", "a pattern is empty");
+    }
+  }
+  return r.Finish();
+}
+
+absl::Status ParseRun(const Ctx& ctx, MapReader& r, RunConfig* run) {
   if (r.Has("model_dir")) {
     return r.ErrorAt("model_dir", "model_dir is a top-level key (or --set model_dir=DIR)");
   }
@@ -329,6 +345,11 @@ absl::Status ParseRun(MapReader& r, RunConfig* run) {
   RETURN_IF_ERROR(r.Read("sync_replicas", &run->sync_replicas, 0));
   RETURN_IF_ERROR(r.ReadEnum("pipeline_pull", &run->pipeline_pull, {"auto", "on", "off"}));
   RETURN_IF_ERROR(r.Read("heartbeat_timeout_secs", &run->heartbeat_timeout_secs, 2));
+  if (r.Has("warm_start")) {
+    ASSIGN_OR_RETURN(MapReader warm,
+                     MapReader::Create(r.src(), r.Get("warm_start"), r.PathOf("warm_start")));
+    RETURN_IF_ERROR(ParseWarmStart(ctx, warm, &run->warm_start));
+  }
   if (run->pipeline_pull == "on" && run->sync_replicas > 0) {
     return r.ErrorAt("pipeline_pull",
                      "'on' needs asynchronous training (sync_replicas 0): a synchronous step must "
@@ -399,7 +420,7 @@ absl::StatusOr<JobConfig> Convert(Ctx& ctx, const Node& root) {
   RETURN_IF_ERROR(r.Read("model_dir", &config.run.model_dir));
   {
     ASSIGN_OR_RETURN(MapReader run, MapReader::Create(ctx.src, r.Get("run"), "run"));
-    RETURN_IF_ERROR(ParseRun(run, &config.run));
+    RETURN_IF_ERROR(ParseRun(ctx, run, &config.run));
   }
   {
     ASSIGN_OR_RETURN(MapReader eval, MapReader::Create(ctx.src, r.Get("eval"), "eval"));

@@ -74,6 +74,14 @@ struct ModelConfig {
   bool batch_norm = false;
 };
 
+// TF's warm_start_from: a new model (no checkpoint in its model_dir yet) starts from another
+// model's trained values.
+struct WarmStartConfig {
+  std::string from;  // a model_dir (its latest checkpoint) or a checkpoint directory; "" = none
+  // Globs (fnmatch, '*' matches '/') of the variables and tables to copy: "dnn/*", "emb/C1".
+  std::vector<std::string> patterns = {"*"};
+};
+
 struct RunConfig {
   std::string model_dir;                  // YAML top-level `model_dir`; checkpoints, summaries
   int64_t max_steps = 0;                  // 0 = until the train input ends
@@ -96,6 +104,7 @@ struct RunConfig {
   // queue, sync training stops waiting for it), and a task that cannot reach the coordinator this
   // long gives up. >= 2; heartbeats go every second.
   int64_t heartbeat_timeout_secs = 30;
+  WarmStartConfig warm_start;  // YAML: run.warm_start: {from: DIR, patterns: [...]}
 };
 
 struct ExporterConfig {

@@ -150,6 +150,27 @@ TEST(JobConfigTest, PipelinePullIsAutoOnOrOffAndOnlyOnWhenAsync) {
   EXPECT_NE(sync_on.find("needs asynchronous training"), std::string::npos) << sync_on;
 }
 
+TEST(JobConfigTest, WarmStartNamesASourceAndPatterns) {
+  absl::StatusOr<JobConfig> config =
+      Parse(kMinimal, {"run.warm_start={from: ../old_model, patterns: ['dnn/*', 'emb/*']}"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.warm_start.from, "../old_model");  // an override's path is kept as given
+  EXPECT_EQ(config->run.warm_start.patterns, (std::vector<std::string>{"dnn/*", "emb/*"}));
+  config = Parse(kMinimal, {"run.warm_start={from: /m}"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.warm_start.patterns, std::vector<std::string>{"*"});
+  // The written config reads back the same.
+  absl::StatusOr<JobConfig> again = ParseJobConfig(JobConfigToYaml(*config), "/cfg/job.yaml", {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->run.warm_start.from, "/m");
+  EXPECT_NE(ErrorOf(kMinimal, {"run.warm_start={patterns: ['*']}"}).find("from"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(kMinimal, {"run.warm_start={from: /m, patterns: []}"}).find("patterns"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(kMinimal, {"run.warm_start={from: /m, pattern: x}"}).find("pattern"),
+            std::string::npos);
+}
+
 TEST(JobConfigTest, MissingRequiredKeysAndSyntaxErrors) {
   EXPECT_EQ(ErrorOf(Replace("  type: wide_deep\n", "")),
             "/cfg/job.yaml:7:3: model.type: missing required key");

@@ -298,6 +298,12 @@ std::string JobConfigToYaml(const JobConfig& c) {
   w.Int("sync_replicas", r.sync_replicas);
   w.Str("pipeline_pull", r.pipeline_pull);
   w.Int("heartbeat_timeout_secs", r.heartbeat_timeout_secs);
+  if (!r.warm_start.from.empty()) {
+    w.BeginMap("warm_start");
+    w.Str("from", r.warm_start.from);
+    w.StrList("patterns", r.warm_start.patterns);
+    w.EndMap();
+  }
   w.EndMap();
 
   const EvalConfig& e = c.eval;

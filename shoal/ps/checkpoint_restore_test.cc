@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
@@ -309,6 +310,84 @@ TEST_F(CheckpointRestoreTest, CorruptDataIsDataLoss) {
   ASSERT_TRUE(WriteStringToFile(*mem_, file, data).ok());
   ParameterServer ps(fs_, 0, 1);
   EXPECT_EQ(ps.Restore(spec_, dir).code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace shoal
+
+namespace shoal {
+namespace {
+
+using namespace ps_test;  // NOLINT(google-build-using-namespace): test helpers
+
+// Warm start copies the values of the selected variables and tables (from any shard layout, a
+// split variable included), their optimizer slots when the optimizer is the same (fresh ones
+// otherwise), leaves the others at their initial values, and starts at version 0.
+TEST(WarmStartTest, CopiesSelectedValuesOnlyWithFreshSlots) {
+  FileSystems fs;
+  ASSERT_TRUE(RegisterBuiltinFileSystems(fs).ok());
+  FileSystem* mem = fs.For("mem://").value();
+  ModelSpec spec = WideDeepSpec();
+  spec.dense.push_back({.name = "dnn/big/kernel", .shape = {1030, 256}, .group = "deep"});
+  Shards trained(fs, 2);
+  ASSERT_TRUE(trained.Initialize(spec).ok());
+  const std::vector<uint64_t> ids = SomeIds(50);
+  for (int64_t step = 1; step <= 3; ++step) {
+    ASSERT_TRUE(trained.Lookup("emb/C1", ids, LookupMode::kTrain, step).ok());
+    ASSERT_TRUE(trained.PushSparse("emb/C1", ids, SomeGrads(ids.size() * 8, step), step).ok());
+    ASSERT_TRUE(trained.PushAll(step).ok());
+  }
+  const std::string dir = trained.Save(*mem, "mem://source", 3).value();
+
+  // A model whose wide part uses SGD now (other slots): only values are copied, so that is fine.
+  ModelSpec target = spec;
+  target.groups[0].options = {.name = "sgd", .learning_rate = 0.1f};
+  Shards warm(fs, 3);
+  const std::vector<std::string> patterns = {"dnn/*", "emb/*"};
+  ASSERT_TRUE(warm.WarmStart(target, dir, patterns).ok());
+  Shards fresh(fs, 1);
+  ASSERT_TRUE(fresh.Initialize(target).ok());
+
+  const std::map<std::string, Tensor> got = warm.PullAll();
+  const std::map<std::string, Tensor> source = trained.PullAll();
+  const std::map<std::string, Tensor> initial = fresh.PullAll();
+  for (const DenseVariableSpec& v : spec.dense) {
+    const bool copied = absl::StartsWith(v.name, "dnn/");
+    EXPECT_TRUE(SameTensor(got.at(v.name), copied ? source.at(v.name) : initial.at(v.name)))
+        << v.name;
+  }
+  // Rows: emb/C1 copied, wide (not selected) empty.
+  EXPECT_EQ(*warm.Lookup("emb/C1", ids, LookupMode::kInference, 0),
+            *trained.Lookup("emb/C1", ids, LookupMode::kInference, 0));
+  int64_t wide_rows = 0;
+  for (int k = 0; k < 3; ++k) wide_rows += warm[k].GetTableStats().value()[0].rows;
+  EXPECT_EQ(wide_rows, 0);
+  // With the same optimizers, the slots come along: a warm start of everything then trains exactly
+  // as a restore does. With Adagrad swapped for Momentum (other slots) the values still come.
+  Shards restored(fs, 3);
+  ASSERT_TRUE(restored.Restore(spec, dir).ok());
+  Shards warm_all(fs, 3);
+  ASSERT_TRUE(warm_all.WarmStart(spec, dir, {"*"}).ok());
+  ASSERT_TRUE(warm_all.PushAll(4).ok());
+  ASSERT_TRUE(restored.PushAll(4).ok());
+  EXPECT_TRUE(SameTensor(warm_all.PullAll().at("dnn/hidden_0/kernel"),
+                         restored.PullAll().at("dnn/hidden_0/kernel")));
+  EXPECT_TRUE(
+      SameTensor(warm_all.PullAll().at("linear/bias"), restored.PullAll().at("linear/bias")));
+  ModelSpec momentum = spec;
+  momentum.groups[1].options = {.name = "momentum", .learning_rate = 0.05f, .momentum = 0.9f};
+  Shards other(fs, 2);
+  ASSERT_TRUE(other.WarmStart(momentum, dir, {"*"}).ok());
+  EXPECT_TRUE(
+      SameTensor(other.PullAll().at("dnn/hidden_0/kernel"), source.at("dnn/hidden_0/kernel")));
+  // The version is 0: a sync step 1 is the next one.
+  ASSERT_TRUE(warm[0].SetSyncReplicas(1).ok());
+  EXPECT_EQ(warm[0].WaitForVersion(0, absl::Seconds(1)).value(), 0);
+  // A shape that changed is an error naming the entry.
+  ModelSpec wrong = target;
+  wrong.dense[0].shape = {9, 4};
+  const absl::Status status = warm[0].WarmStart(wrong, dir, patterns);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
 }
 
 }  // namespace

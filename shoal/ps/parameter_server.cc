@@ -1,5 +1,7 @@
 #include "shoal/ps/parameter_server.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -483,8 +485,8 @@ absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint
 }
 
 absl::Status ParameterServer::ReadDenseRows(const CheckpointReader& reader,
-                                            absl::Span<const EntryInfo> entries,
-                                            DenseVar* var) const {
+                                            absl::Span<const EntryInfo> entries, DenseVar* var,
+                                            bool values_only) const {
   const DenseVariableSpec& spec = *var->spec;
   const std::string& name = spec.name;
   const std::vector<std::string> slot_names = var->optimizer->slot_names();
@@ -515,7 +517,7 @@ absl::Status ParameterServer::ReadDenseRows(const CheckpointReader& reader,
                                                      ShapeToString(e.shape), ", the spec ",
                                                      ShapeToString(expected)));
     }
-    if (e.slot_names != slot_names) {
+    if (!values_only && e.slot_names != slot_names) {
       return absl::InvalidArgumentError(absl::StrCat(
           "checkpoint entry '", e.name, "' has optimizer slots ", SlotNamesString(e.slot_names),
           ", the spec's optimizer ", SlotNamesString(slot_names)));
@@ -531,7 +533,9 @@ absl::Status ParameterServer::ReadDenseRows(const CheckpointReader& reader,
     MutexLock var_lock(&var->mu);
     std::copy_n(saved.value.data() + src, count, var->value.data() + dst);
     const int64_t held = n * row_size;
-    for (size_t k = 0; k < saved.slots.size(); ++k) {
+    // A warm start keeps the checkpoint's slots only when the optimizer is the same.
+    const bool copy_slots = !values_only || e.slot_names == slot_names;
+    for (size_t k = 0; copy_slots && k < saved.slots.size(); ++k) {
       std::copy_n(saved.slots[k].data() + src, count,
                   var->slots.begin() + static_cast<int64_t>(k) * held + dst);
     }
@@ -547,20 +551,36 @@ absl::Status ParameterServer::ReadDenseRows(const CheckpointReader& reader,
   return absl::OkStatus();
 }
 
-absl::Status ParameterServer::ReadCheckpoint(absl::string_view dir, State* state,
-                                             int64_t* step) const {
+absl::Status ParameterServer::ReadCheckpoint(absl::string_view dir, State* state, int64_t* step,
+                                             const std::vector<std::string>* patterns) const {
+  const auto selected = [patterns](const std::string& name) {
+    if (patterns == nullptr) return true;
+    for (const std::string& p : *patterns) {
+      if (fnmatch(p.c_str(), name.c_str(), 0) == 0) return true;
+    }
+    return false;
+  };
+  const bool values_only = patterns != nullptr;
   ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(dir));
   ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader, CheckpointReader::Open(*fs, dir));
   *step = reader->step();
   const std::vector<EntryInfo> entries = reader->ListEntries();
 
   for (const std::unique_ptr<DenseVar>& var : state->dense) {
-    RETURN_IF_ERROR(ReadDenseRows(*reader, entries, var.get()));
+    if (!selected(var->spec->name)) continue;
+    RETURN_IF_ERROR(ReadDenseRows(*reader, entries, var.get(), values_only));
   }
 
   for (const Table& t : state->tables) {
     const std::string& name = t.spec->name;
+    if (!selected(name)) continue;
     const std::vector<std::string> slot_names = t.optimizer->slot_names();
+    // Warm start: rows keep their slots when the optimizer is the same, else start fresh ones.
+    std::vector<float> fresh_slots;
+    if (values_only) {
+      fresh_slots.resize(static_cast<size_t>(t.optimizer->num_slots() * t.spec->dim));
+      t.optimizer->InitSlots(absl::MakeSpan(fresh_slots));
+    }
     for (const EntryInfo& e : entries) {
       int part_shard = 0, part_count = 0;
       const bool is_part = ParseTablePart(e.name, name, &part_shard, &part_count);
@@ -575,19 +595,38 @@ absl::Status ParameterServer::ReadCheckpoint(absl::string_view dir, State* state
                                                        e.dim, ", table '", name, "' of the spec ",
                                                        t.spec->dim));
       }
-      if (e.slot_names != slot_names) {
+      if (!values_only && e.slot_names != slot_names) {
         return absl::InvalidArgumentError(absl::StrCat(
             "checkpoint entry '", e.name, "' has optimizer slots ", SlotNamesString(e.slot_names),
             ", the spec's optimizer ", SlotNamesString(slot_names)));
       }
       // A part written by a shard of this layout holds exactly that shard's rows.
       if (is_part && part_count == num_shards_ && part_shard != shard_) continue;
+      const bool same_slots = e.slot_names == slot_names;
       RETURN_IF_ERROR(reader->ReadTableRows(e.name, [&](const EmbeddingRow& row) {
         if (num_shards_ > 1 && RowShard(row.id, num_shards_) != shard_) return absl::OkStatus();
-        return t.table->ImportRow(row);
+        if (!values_only) return t.table->ImportRow(row);
+        EmbeddingRow warm = row;
+        if (!same_slots) warm.slots = fresh_slots;
+        warm.last_seen_step = 0;
+        return t.table->ImportRow(warm);
       }));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterServer::WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
+                                        absl::Span<const std::string> patterns) {
+  ASSIGN_OR_RETURN(std::unique_ptr<State> state, BuildState(spec));
+  const std::vector<std::string> globs(patterns.begin(), patterns.end());
+  int64_t step = 0;
+  RETURN_IF_ERROR_CTX(ReadCheckpoint(checkpoint_dir, state.get(), &step, &globs),
+                      "warm-starting shard ", shard_, " of ", num_shards_, " from ",
+                      checkpoint_dir);
+  MutexLock lock(&mu_);
+  state_ = std::move(state);
+  ResetSync(0);
   return absl::OkStatus();
 }
 

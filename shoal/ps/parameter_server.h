@@ -109,6 +109,8 @@ class ParameterServer final : public ParameterService {
   [[nodiscard]] absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
                                      absl::string_view checkpoint_dir) override;
+  [[nodiscard]] absl::Status WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
+                                       absl::Span<const std::string> patterns) override;
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats() override;
   [[nodiscard]] absl::Status SetSyncReplicas(int replicas) override;
   [[nodiscard]] absl::Status CommitStep(int64_t step) override;
@@ -126,10 +128,15 @@ class ParameterServer final : public ParameterService {
   // A fresh state for `spec` (validated) with initial values.
   absl::StatusOr<std::unique_ptr<State>> BuildState(const ModelSpec& spec) const;
   // Reads what this shard owns of checkpoint `dir` into `state`; *step = the checkpoint's step.
-  absl::Status ReadCheckpoint(absl::string_view dir, State* state, int64_t* step) const;
-  // Copies the rows `var` holds from the checkpoint's entries of its variable (whole or slices).
+  // With `patterns` (warm start), only the names matching one of them; their optimizer slots only
+  // when the checkpoint's slot names are the spec's (else they keep their initial values).
+  absl::Status ReadCheckpoint(absl::string_view dir, State* state, int64_t* step,
+                              const std::vector<std::string>* patterns = nullptr) const;
+  // Copies the rows `var` holds from the checkpoint's entries of its variable (whole or slices),
+  // with their optimizer slots (`values_only`: only slots of the same optimizer, no mismatch
+  // error).
   absl::Status ReadDenseRows(const CheckpointReader& reader, absl::Span<const EntryInfo> entries,
-                             DenseVar* var) const;
+                             DenseVar* var, bool values_only) const;
   absl::StatusOr<DenseVar*> FindDense(const State& state, const std::string& name) const;
   absl::StatusOr<Table*> FindTable(State& state, absl::string_view name) const;
   absl::Status CheckOwned(absl::string_view table, absl::Span<const uint64_t> ids) const;

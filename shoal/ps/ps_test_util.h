@@ -33,6 +33,12 @@ class Shards {
     for (auto& s : servers_) RETURN_IF_ERROR(s->Initialize(spec));
     return absl::OkStatus();
   }
+  absl::Status WarmStart(const ModelSpec& spec, const std::string& dir,
+                         const std::vector<std::string>& patterns) {
+    spec_ = spec;
+    for (auto& s : servers_) RETURN_IF_ERROR(s->WarmStart(spec, dir, patterns));
+    return absl::OkStatus();
+  }
   absl::Status Restore(const ModelSpec& spec, const std::string& dir) {
     spec_ = spec;
     for (auto& s : servers_) RETURN_IF_ERROR(s->Restore(spec, dir));

@@ -266,6 +266,19 @@ class ParameterService {
   // is INVALID_ARGUMENT; corrupt data is DATA_LOSS.
   [[nodiscard]] virtual absl::Status Restore(const ModelSpec& spec,
                                              absl::string_view checkpoint_dir) = 0;
+  // Warm start (TF's warm_start_from): initialises from `spec` as Initialize does (replacing any
+  // state, version 0), then copies from checkpoint `checkpoint_dir` (written with any number of
+  // shards) the values of every dense variable and table this shard holds whose name matches one
+  // of the glob `patterns` (fnmatch(3), '*' also matching '/': "dnn/*", "emb/C1"), with their
+  // optimizer slots when the checkpoint's optimizer has the same slots (FTRL's weights live in
+  // its slots), else with fresh ones (another optimizer); rows keep their admission counts. A
+  // selected name missing from the checkpoint keeps its initial value; a shape or dim that
+  // differs is INVALID_ARGUMENT. This default (for test doubles) is UNIMPLEMENTED.
+  [[nodiscard]] virtual absl::Status WarmStart(const ModelSpec& /*spec*/,
+                                               absl::string_view /*checkpoint_dir*/,
+                                               absl::Span<const std::string> /*patterns*/) {
+    return absl::UnimplementedError("WarmStart is not implemented by this parameter service");
+  }
 
   [[nodiscard]] virtual absl::StatusOr<std::vector<TableStats>> GetTableStats() = 0;
 

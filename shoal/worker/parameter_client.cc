@@ -126,6 +126,18 @@ absl::Status ParameterClient::Restore(const ModelSpec& spec, absl::string_view c
   return absl::OkStatus();
 }
 
+absl::Status ParameterClient::WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
+                                        absl::Span<const std::string> patterns) {
+  RETURN_IF_ERROR(ValidateModelSpec(spec));
+  initialized_ = false;
+  RETURN_IF_ERROR(ForEachShard(num_shards(), "warm-starting", [&](int k) {
+    return shards_[k]->WarmStart(spec, checkpoint_dir, patterns);
+  }));
+  SetSpec(spec);
+  initialized_ = true;
+  return absl::OkStatus();
+}
+
 absl::Status ParameterClient::PullDense(std::vector<Tensor>* values) {
   if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
   const size_t n = spec_.dense.size();

@@ -70,6 +70,10 @@ class ParameterClient {
   // shards in parallel. After a failure the shards may hold different states, so the client is
   // unusable (FAILED_PRECONDITION) until an Initialize or Restore succeeds.
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec, absl::string_view checkpoint_dir);
+  // ParameterService::WarmStart on every shard, in parallel (any number of shards wrote the
+  // checkpoint); unusable after a failure, as Restore.
+  [[nodiscard]] absl::Status WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
+                                       absl::Span<const std::string> patterns);
 
   // All dense variables, in spec.dense order (values resized to spec.dense.size()).
   [[nodiscard]] absl::Status PullDense(std::vector<Tensor>* values);

@@ -66,6 +66,7 @@ void ExpectEveryMethodUnauthenticated(ParameterService& ps, CoordinatorService& 
        ps.PushMany({&name, 1}, {&grad, 1}, std::vector<TablePush>{{"emb/C1", {&id, 1}, row}}, 1)},
       {"Save", ps.Save("/tmp/never").status()},
       {"Restore", ps.Restore(spec, "/tmp/never")},
+      {"WarmStart", ps.WarmStart(spec, "/tmp/never", {&name, 1})},
       {"GetTableStats", ps.GetTableStats().status()},
       {"SetSyncReplicas", ps.SetSyncReplicas(2)},
       {"CommitStep", ps.CommitStep(1)},
@@ -151,6 +152,7 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
   rpc::PushManyReply push_many;
   rpc::SaveReply save;
   rpc::RestoreReply restore;
+  rpc::WarmStartReply warm;
   rpc::GetTableStatsReply stats;
   rpc::SetSyncReplicasReply replicas;
   rpc::CommitStepReply commit;
@@ -185,6 +187,7 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
       {"PushMany", call([&](auto* c) { return ps->PushMany(c, {}, &push_many); })},
       {"Save", call([&](auto* c) { return ps->Save(c, {}, &save); })},
       {"Restore", call([&](auto* c) { return ps->Restore(c, {}, &restore); })},
+      {"WarmStart", call([&](auto* c) { return ps->WarmStart(c, {}, &warm); })},
       {"GetTableStats", call([&](auto* c) { return ps->GetTableStats(c, {}, &stats); })},
       {"SetSyncReplicas", call([&](auto* c) { return ps->SetSyncReplicas(c, {}, &replicas); })},
       {"CommitStep", call([&](auto* c) { return ps->CommitStep(c, {}, &commit); })},

@@ -406,6 +406,19 @@ absl::Status GrpcParameterService::Restore(const ModelSpec& spec,
               [&](grpc::ClientContext* ctx) { return stub_->stub->Restore(ctx, request, &reply); });
 }
 
+absl::Status GrpcParameterService::WarmStart(const ModelSpec& spec,
+                                             absl::string_view checkpoint_dir,
+                                             absl::Span<const std::string> patterns) {
+  rpc::WarmStartRequest request;
+  rpc_internal::ToProto(spec, request.mutable_spec());
+  request.set_checkpoint_dir(std::string(checkpoint_dir));
+  for (const std::string& pattern : patterns) request.add_patterns(pattern);
+  rpc::WarmStartReply reply;
+  return Call(
+      *channel_, "WarmStart", channel_->options().long_call_deadline,
+      [&](grpc::ClientContext* ctx) { return stub_->stub->WarmStart(ctx, request, &reply); });
+}
+
 absl::StatusOr<std::vector<TableStats>> GrpcParameterService::GetTableStats() {
   rpc::GetTableStatsRequest request;
   rpc::GetTableStatsReply reply;

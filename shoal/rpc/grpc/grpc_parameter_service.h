@@ -58,6 +58,8 @@ class GrpcParameterService final : public ParameterService {
                                       absl::Span<const Tensor> dense_grads,
                                       absl::Span<const TablePush> tables, int64_t step) override;
   [[nodiscard]] absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override;
+  [[nodiscard]] absl::Status WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
+                                       absl::Span<const std::string> patterns) override;
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
                                      absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats() override;

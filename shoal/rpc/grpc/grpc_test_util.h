@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "shoal/base/mutex.h"
 #include "shoal/rpc/coordinator_service.h"
@@ -142,6 +143,14 @@ class FakeParameterService final : public ParameterService {
     MutexLock lock(&mu_);
     ++calls_;
     return SavedFile();
+  }
+  absl::Status WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
+                         absl::Span<const std::string> patterns) override {
+    MutexLock lock(&mu_);
+    ++calls_;
+    spec_ = spec;
+    restored_from_ = absl::StrCat(checkpoint_dir, " [", absl::StrJoin(patterns, ","), "]");
+    return absl::OkStatus();
   }
   absl::Status Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) override {
     MutexLock lock(&mu_);

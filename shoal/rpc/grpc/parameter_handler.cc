@@ -75,6 +75,10 @@ class ParameterHandler final : public rpc::ParameterService::Service {
                        rpc::RestoreReply* /*reply*/) override {
     return gate_->Serve(*ctx, [&] { return DoRestore(*request); });
   }
+  grpc::Status WarmStart(grpc::ServerContext* ctx, const rpc::WarmStartRequest* request,
+                         rpc::WarmStartReply* /*reply*/) override {
+    return gate_->Serve(*ctx, [&] { return DoWarmStart(*request); });
+  }
   grpc::Status GetTableStats(grpc::ServerContext* ctx, const rpc::GetTableStatsRequest* /*request*/,
                              rpc::GetTableStatsReply* reply) override {
     return gate_->Serve(*ctx, [&] { return DoGetTableStats(reply); });
@@ -274,6 +278,15 @@ class ParameterHandler final : public rpc::ParameterService::Service {
     ModelSpec spec;
     RETURN_IF_ERROR(FromProto(request.spec(), &spec));
     return ps_->Restore(spec, request.checkpoint_dir());
+  }
+
+  absl::Status DoWarmStart(const rpc::WarmStartRequest& request) {
+    RETURN_IF_ERROR(CheckName(request.checkpoint_dir(), "checkpoint_dir"));
+    ASSIGN_OR_RETURN(std::vector<std::string> patterns, NamesFromProto(request.patterns()),
+                     "WarmStart patterns");
+    ModelSpec spec;
+    RETURN_IF_ERROR(FromProto(request.spec(), &spec));
+    return ps_->WarmStart(spec, request.checkpoint_dir(), patterns);
   }
 
   absl::Status DoGetTableStats(rpc::GetTableStatsReply* reply) {
