@@ -1,0 +1,129 @@
+// The data-task protocol in one process: two trainer threads read one CSV file through
+// LeasedTaskSource from an in-process Coordinator, as a chief and a worker do over gRPC. Every
+// record is read and trained exactly once per epoch, whichever thread leases its task. Threads:
+// also run under ThreadSanitizer (label concurrency).
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "shoal/coordinator/coordinator.h"
+#include "shoal/data/task_source.h"
+#include "shoal/estimator/job.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/io/file_util.h"
+#include "shoal/io/path.h"
+#include "shoal/worker/leased_task_source.h"
+
+namespace shoal {
+namespace {
+
+constexpr int kRows = 600;
+constexpr int kEpochs = 2;
+
+TEST(LeasedInputTest, TwoTrainersReadEveryRecordExactlyOncePerEpoch) {
+  FileSystems& fs = DefaultFileSystems();
+  const std::string path = JoinPath(::testing::TempDir(), "leased_input_test.csv");
+  std::string csv = "id,x,label\n";
+  for (int i = 0; i < kRows; ++i) absl::StrAppend(&csv, i, ",", i % 7, ",", i % 2, "\n");
+  FileSystem* local = fs.For(path).value();
+  ASSERT_TRUE(WriteStringToFile(*local, path, csv).ok());
+
+  InputConfig input;
+  input.files = {path};
+  input.format = "csv";
+  input.schema.columns = {{.name = "id", .type = ValueType::kInt64},
+                          {.name = "x", .type = ValueType::kFloat},
+                          {.name = "label", .type = ValueType::kInt64}};
+  input.num_epochs = kEpochs;
+  input.split_bytes = 512;
+  input.pipeline.batch_size = 16;
+  input.pipeline.num_parse_threads = 2;
+  input.pipeline.shuffle_buffer = 64;
+  FeatureColumns columns;
+  NumericColumn id;
+  id.name = "id";
+  NumericColumn x;
+  x.name = "x";
+  columns.numeric = {id, x};
+  columns.label.source = "label";
+
+  // The chief's cut of one epoch into tasks.
+  StaticTaskOptions cut = input.TaskOptions();
+  cut.num_epochs = 1;
+  auto static_tasks = StaticTaskSource::Create(fs, cut, RecordFormat::kText);
+  ASSERT_TRUE(static_tasks.ok()) << static_tasks.status();
+  std::vector<InputTask> tasks;
+  for (const DataTask& t : (*static_tasks)->epoch_tasks()) {
+    tasks.push_back({.path = t.path, .begin = t.begin, .end = t.end});
+  }
+  ASSERT_GE(tasks.size(), 8u);
+
+  ClusterSpec cluster;
+  cluster.chief = {"chief:1"};
+  cluster.worker = {"w0:1"};
+  cluster.ps = {"p0:1"};
+  cluster.task = {.role = TaskRole::kChief, .index = 0};
+  Coordinator coordinator({.cluster = cluster});
+  const TaskId trainers[] = {{.role = TaskRole::kChief, .index = 0},
+                             {.role = TaskRole::kWorker, .index = 0}};
+  for (const TaskId& t : trainers) ASSERT_TRUE(coordinator.Register(t, 1).ok());
+  ASSERT_TRUE(
+      coordinator.SetDataTasks(tasks, {.num_epochs = kEpochs, .shuffle = true, .seed = 3}, "")
+          .ok());
+  ASSERT_TRUE(coordinator.SetModelReady(0, "").ok());
+
+  // Each trainer: read, "train" (count the ids), report, resume until the queue ends.
+  std::vector<std::map<int, int>> seen(2);
+  std::vector<absl::Status> results(2);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 2; ++k) {
+    threads.emplace_back([&, k] {
+      results[k] = [&]() -> absl::Status {
+        FeatureInput::Options options;
+        options.leased = std::make_shared<LeasedTaskSource>(
+            &coordinator, trainers[k], 1,
+            LeasedTaskOptions{.poll_interval = absl::Milliseconds(2)});
+        ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
+                         InputFromConfig(fs, columns, input, "input.train", options)());
+        FeatureBatch batch;
+        while (true) {
+          absl::Status next = source->Next(&batch);
+          if (absl::IsOutOfRange(next)) {
+            ASSIGN_OR_RETURN(const bool more, source->Resume());
+            if (!more) break;
+            continue;
+          }
+          RETURN_IF_ERROR(next);
+          for (int64_t i = 0; i < batch.batch_size; ++i) {
+            ++seen[k][static_cast<int>(batch.dense.at(i, 0))];
+          }
+          source->BatchTrained(batch);
+        }
+        return source->Flush();
+      }();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(results[0].ok()) << results[0];
+  ASSERT_TRUE(results[1].ok()) << results[1];
+
+  std::map<int, int> total;
+  for (const auto& s : seen) {
+    for (const auto& [id_value, n] : s) total[id_value] += n;
+  }
+  ASSERT_EQ(total.size(), static_cast<size_t>(kRows));
+  for (const auto& [id_value, n] : total) ASSERT_EQ(n, kEpochs) << "id " << id_value;
+  const TaskQueueStats stats = coordinator.DataTaskStats().value();
+  EXPECT_EQ(stats.epochs_completed, kEpochs);
+  EXPECT_EQ(stats.records_per_epoch, std::vector<int64_t>(kEpochs, kRows));
+  EXPECT_EQ(stats.duplicate_completions, 0);
+  EXPECT_GT(stats.tasks_by_holder.at("chief:0"), 0);
+  EXPECT_GT(stats.tasks_by_holder.at("worker:0"), 0);
+}
+
+}  // namespace
+}  // namespace shoal
