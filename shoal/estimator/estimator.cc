@@ -485,6 +485,8 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
   if (config_.role != nullptr) {
     // Chief: the other trainers' last updates are in before the final checkpoint.
     ASSIGN_OR_RETURN(const int64_t final_step, config_.role->FinishTraining(result.examples));
+    result.job_examples = config_.role->JobExamples();
+    result.job_epochs_completed = config_.role->JobEpochsCompleted();
     if (is_chief() && sync()) {
       // The global step is the version the trainers left the parameter servers at.
       ASSIGN_OR_RETURN(global_step_, WaitForSyncVersion(global_step_), "finishing training");

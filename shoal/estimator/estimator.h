@@ -115,7 +115,11 @@ struct TrainResult {
   int64_t steps = 0;              // taken by this call
   int64_t examples = 0;           // trained on by this call
   int64_t epochs_completed = -1;  // of this call's input; -1 unknown
-  std::string stop_reason;        // "max_steps", "steps", "input exhausted", or a hook's reason
+  // The chief of a cluster: examples trained by every trainer, and the epochs the data-task queue
+  // completed (-1 when unknown or not a chief).
+  int64_t job_examples = -1;
+  int64_t job_epochs_completed = -1;
+  std::string stop_reason;  // "max_steps", "steps", "input exhausted", or a hook's reason
   double seconds = 0;
   double last_loss = 0;
   std::string checkpoint;  // the final checkpoint

@@ -53,6 +53,10 @@ class JobRole {
   // Chief: JSON the checkpoint manifest's "extra" keeps beside the Estimator's own keys (the
   // coordinator's data-task queue state under "data_tasks"); "" for none.
   virtual std::string CheckpointExtraJson() const { return ""; }
+  // Chief, after FinishTraining: examples trained by all trainers, and epochs completed by the
+  // leased input (-1 when unknown).
+  virtual int64_t JobExamples() const { return -1; }
+  virtual int64_t JobEpochsCompleted() const { return -1; }
 };
 
 }  // namespace shoal

@@ -174,8 +174,11 @@ absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
 
   nlohmann::json summary = {
       {"global_step", result.train.global_step},
-      {"examples", result.train.examples},
-      {"epochs_completed", result.train.epochs_completed},
+      {"examples",
+       result.train.job_examples >= 0 ? result.train.job_examples : result.train.examples},
+      {"epochs_completed", result.train.job_epochs_completed >= 0
+                               ? result.train.job_epochs_completed
+                               : result.train.epochs_completed},
       {"stop_reason", result.train.stop_reason},
       {"checkpoint", result.train.checkpoint},
       {"metrics", result.final_eval.has_value() ? nlohmann::json(result.final_eval->metrics)

@@ -131,8 +131,20 @@ class ClusterRole final : public JobRole {
         local_->WaitForTrainersDone(options_.heartbeat_timeout + options_.connect_deadline));
     RETURN_IF_ERROR(coordinator_->RequestStop().status());
     ASSIGN_OR_RETURN(state, coordinator_->GetState());
+    job_examples_ = 0;
+    for (const TaskStatus& t : local_->Tasks()) {
+      if (t.task.role == TaskRole::kChief || t.task.role == TaskRole::kWorker) {
+        job_examples_ += t.examples;
+      }
+    }
+    if (std::optional<TaskQueueStats> stats = local_->DataTaskStats(); stats.has_value()) {
+      job_epochs_ = stats->epochs_completed;
+    }
     return state.global_step;
   }
+
+  int64_t JobExamples() const override { return job_examples_; }
+  int64_t JobEpochsCompleted() const override { return job_epochs_; }
 
  private:
   // The "data_tasks" the checkpoint's manifest keeps ("" when it has none: static input then).
@@ -146,6 +158,8 @@ class ClusterRole final : public JobRole {
     return extra["data_tasks"].dump();
   }
 
+  int64_t job_examples_ = -1;
+  int64_t job_epochs_ = -1;
   std::optional<std::vector<InputTask>> data_tasks_;
   TaskQueueOptions queue_options_;
   CoordinatorService* coordinator_;

@@ -51,6 +51,9 @@ def test_launch_trains_like_one_process(tmp_path):
     # share may end in its own partial batch: at most one more step per trainer).
     assert one["global_step"] <= two["global_step"] <= one["global_step"] + 2, (one, two)
     assert two["stop_reason"] == "input exhausted"
+    # The job's examples and epochs, summed over the trainers: exactly one process's.
+    assert two["examples"] == one["examples"] == len(job.train_rows) * 2, (one, two)
+    assert two["epochs_completed"] == one["epochs_completed"] == 2, (one, two)
     # Async training on two trainers is not bit-identical, but as good.
     assert two["metrics"]["accuracy"] >= one["metrics"]["accuracy"] - 0.05, (one, two)
     assert two["metrics"]["auc"] >= one["metrics"]["auc"] - 0.03, (one, two)
