@@ -8,12 +8,14 @@
 # Environment: SHOAL_VENV  where the virtualenv lives (default ~/.cache/shoal/venv)
 #              SHOAL_PYTHON the interpreter to build it from (default python3; needs the venv
 #                           module: Debian's python3 needs the python3-venv package)
+#              SHOAL_REQUIREMENTS the requirements file (default scripts/requirements-test.txt;
+#                           bench/compare/tf-env.sh uses this script for TensorFlow 2.15)
 # Installs are quiet; pip's output goes to <venv>.log and its tail is shown on failure. Concurrent
 # callers (ctest -j) are serialised with flock.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-requirements=$root/scripts/requirements-test.txt
+requirements=${SHOAL_REQUIREMENTS:-$root/scripts/requirements-test.txt}
 venv=${SHOAL_VENV:-${HOME:-/tmp}/.cache/shoal/venv}
 base_python=${SHOAL_PYTHON:-python3}
 stamp=$venv/.requirements.sha256
