@@ -344,6 +344,18 @@ absl::StatusOr<PsStubs> ConnectPs(const MemberOptions& options) {
   return ps;
 }
 
+// The size of every file of `input`, summed.
+absl::StatusOr<uint64_t> InputBytes(FileSystems& fs, const InputConfig& input) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFilePatterns(fs, input.files));
+  uint64_t total = 0;
+  for (const std::string& file : files) {
+    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(file));
+    ASSIGN_OR_RETURN(const uint64_t size, file_system->GetFileSize(file));
+    total += size;
+  }
+  return total;
+}
+
 // The job's input for this trainer: its static share of the train input's tasks. Text input
 // that is not split yet is split so that every trainer gets some.
 absl::StatusOr<InputConfig> TrainerInput(FileSystems& fs, const MemberOptions& options, int trainer,
@@ -351,13 +363,7 @@ absl::StatusOr<InputConfig> TrainerInput(FileSystems& fs, const MemberOptions& o
   InputConfig input = options.job.train_input;
   const bool text = input.format != "tfrecord" && input.format != "fashion_mnist";
   if (trainers > 1 && text && input.split_bytes == 0) {
-    ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFilePatterns(fs, input.files));
-    uint64_t total = 0;
-    for (const std::string& file : files) {
-      ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(file));
-      ASSIGN_OR_RETURN(const uint64_t size, file_system->GetFileSize(file));
-      total += size;
-    }
+    ASSIGN_OR_RETURN(const uint64_t total, InputBytes(fs, input));
     input.split_bytes = std::max<uint64_t>(4096, total / (4 * static_cast<uint64_t>(trainers)));
   }
   if (input.format == "fashion_mnist") {
@@ -394,13 +400,7 @@ absl::StatusOr<std::vector<InputTask>> EpochTasks(FileSystems& fs, const MemberO
   tasks.shuffle_files = false;
   const bool text = input.format != "tfrecord";
   if (text && tasks.split_bytes == 0) {
-    ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFilePatterns(fs, input.files));
-    uint64_t total = 0;
-    for (const std::string& file : files) {
-      ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(file));
-      ASSIGN_OR_RETURN(const uint64_t size, file_system->GetFileSize(file));
-      total += size;
-    }
+    ASSIGN_OR_RETURN(const uint64_t total, InputBytes(fs, input));
     const auto trainers = static_cast<uint64_t>(options.cluster.num_trainers());
     tasks.split_bytes = std::max<uint64_t>(64 << 10, total / (8 * trainers));
   }
