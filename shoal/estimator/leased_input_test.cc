@@ -121,8 +121,11 @@ TEST(LeasedInputTest, TwoTrainersReadEveryRecordExactlyOncePerEpoch) {
   EXPECT_EQ(stats.epochs_completed, kEpochs);
   EXPECT_EQ(stats.records_per_epoch, std::vector<int64_t>(kEpochs, kRows));
   EXPECT_EQ(stats.duplicate_completions, 0);
-  EXPECT_GT(stats.tasks_by_holder.at("chief:0"), 0);
-  EXPECT_GT(stats.tasks_by_holder.at("worker:0"), 0);
+  // Who took how many depends on the threads' timing (one may take them all); together, every
+  // task of every epoch once.
+  int64_t done = 0;
+  for (const auto& [holder, n] : stats.tasks_by_holder) done += n;
+  EXPECT_EQ(done, kEpochs * static_cast<int64_t>(tasks.size()));
 }
 
 }  // namespace
