@@ -95,10 +95,11 @@ struct RunConfig {
   // steps. docs/cluster.md, "Synchronous training".
   int sync_replicas = 0;
   // Whether a trainer reads the next batch and pulls its parameters on a helper thread while the
-  // current step computes and pushes: "auto" (on for an asynchronous trainer of a cluster, off
-  // in one process, where it would make runs non-reproducible), "on" (asynchronous only) or
-  // "off". The pipelined pull misses the current step's own update, like any asynchronous read
-  // of the parameter servers. docs/cluster.md, "Pipelined pulls".
+  // current step computes and pushes: "auto" (on for an asynchronous trainer of a cluster whose
+  // model has embedding tables; off in one process, where it would make runs non-reproducible,
+  // and for dense-only models), "on" (asynchronous only) or "off". The pipelined pull misses the
+  // current step's own update, like any asynchronous read of the parameter servers.
+  // docs/cluster.md, "Pipelined pulls".
   std::string pipeline_pull = "auto";
   // Cluster: a task silent this long is dead for the coordinator (its data tasks go back to the
   // queue, sync training stops waiting for it), and a task that cannot reach the coordinator this
