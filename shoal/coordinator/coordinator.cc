@@ -70,6 +70,11 @@ absl::Status Coordinator::CheckNotRetired(const Member& m, uint64_t incarnation,
   if (std::find(m.retired.begin(), m.retired.end(), incarnation) == m.retired.end()) {
     return absl::OkStatus();
   }
+  if (!m.retired_reason.empty() && incarnation == m.retired.back()) {
+    return absl::AbortedError(absl::StrCat(call, " from ", m.task.ToString(), " incarnation ",
+                                           Hex(incarnation), ": ", m.retired_reason,
+                                           "; register again with a new incarnation"));
+  }
   return absl::AbortedError(absl::StrCat(call, " from ", m.task.ToString(), " incarnation ",
                                          Hex(incarnation), ": replaced by incarnation ",
                                          Hex(m.incarnation), " (the task restarted)"));
@@ -77,6 +82,7 @@ absl::Status Coordinator::CheckNotRetired(const Member& m, uint64_t incarnation,
 
 absl::StatusOr<Coordinator::Member*> Coordinator::Caller(const TaskId& task, uint64_t incarnation,
                                                          absl::string_view call) {
+  DetectDeadPs(Now());
   Member* m = Find(task);
   if (m == nullptr) {
     return absl::InvalidArgumentError(
@@ -125,6 +131,7 @@ absl::StatusOr<JobState> Coordinator::Register(const TaskId& task, uint64_t inca
                  << " replaces " << Hex(m->incarnation) << " (done " << m->done << ", " << m->steps
                  << " steps)";
     m->retired.push_back(m->incarnation);
+    m->retired_reason.clear();
     ++m->restarts;
     m->done = false;
     m->steps = 0;
@@ -133,11 +140,107 @@ absl::StatusOr<JobState> Coordinator::Register(const TaskId& task, uint64_t inca
     LOG(INFO) << task.ToString() << (m->address.empty() ? "" : " at ") << m->address
               << " registered (incarnation " << Hex(incarnation) << ")";
   }
+  const bool ps_restarted = m->registered && task.role == TaskRole::kPs;
   m->registered = true;
+  m->ever_registered = true;
   m->incarnation = incarnation;
   m->last_seen = Now();
+  if (ps_restarted && (state_.model_ready || loading_)) {
+    // A new PS incarnation holds nothing: it serves only once the chief restored it.
+    BeginRollback(absl::StrCat(task.ToString(), " restarted"));
+  }
   cv_.SignalAll();
   return state_;
+}
+
+void Coordinator::BeginRollback(const std::string& reason) {
+  if (HasEnded(state_.phase)) return;
+  ++state_.generation;
+  rollbacks_.push_back({.generation = state_.generation,
+                        .reason = reason,
+                        .from_step = state_.global_step,
+                        .began = Now()});
+  LOG(WARNING) << "rolling the cluster back to its last checkpoint (generation "
+               << state_.generation << "): " << reason << " at global step " << state_.global_step;
+  state_.model_ready = false;
+  state_.checkpoint.clear();
+  loading_ = false;
+  stop_requested_ = false;  // the restored data-task queue decides again when the input ends
+  queue_.reset();           // the chief restores it from the checkpoint
+  const std::string why = absl::StrCat("the cluster rolls back to its last checkpoint (", reason,
+                                       ", generation ", state_.generation, ")");
+  for (Member& m : members_) {
+    if (!IsTrainer(m.task) || !m.registered) continue;
+    m.retired.push_back(m.incarnation);
+    m.retired_reason = why;
+    m.registered = false;
+    m.done = false;
+    m.steps = 0;
+    m.examples = 0;
+  }
+  cv_.SignalAll();
+}
+
+void Coordinator::DetectDeadPs(absl::Time now) {
+  if (!state_.model_ready && !loading_) return;
+  for (const Member& m : members_) {
+    if (m.task.role != TaskRole::kPs || !m.registered || IsLive(m, now)) continue;
+    BeginRollback(absl::StrCat(
+        m.task.ToString(), " is dead (silent for ",
+        absl::FormatDuration(absl::Trunc(now - m.last_seen, absl::Milliseconds(100))), ")"));
+    return;
+  }
+}
+
+JobPhase Coordinator::ReadyPhase(int64_t global_step) const {
+  const bool stop = stop_requested_ || (max_steps_ > 0 && global_step >= max_steps_);
+  return stop ? JobPhase::kStopping : JobPhase::kRunning;
+}
+
+int64_t Coordinator::CheckForFailures() {
+  MutexLock lock(&mu_);
+  DetectDeadPs(Now());
+  return state_.generation;
+}
+
+std::vector<Coordinator::Rollback> Coordinator::Rollbacks() const {
+  ReaderMutexLock lock(&mu_);
+  return rollbacks_;
+}
+
+absl::StatusOr<int64_t> Coordinator::WaitForCluster(absl::Duration timeout) {
+  MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Time next_report = absl::Now() + kReportEvery;
+  while (true) {
+    const absl::Time now = Now();
+    std::vector<const Member*> ps;
+    std::vector<const Member*> trainers;
+    for (const Member& m : members_) {
+      if (m.task.role == TaskRole::kPs && !IsLive(m, now)) ps.push_back(&m);
+      if (m.task.role != TaskRole::kWorker || m.registered) continue;
+      if (!m.ever_registered || now - m.last_seen < heartbeat_timeout_) trainers.push_back(&m);
+    }
+    if (ps.empty() && trainers.empty()) break;
+    if (!WaitSlice(deadline)) {
+      if (!ps.empty()) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("waiting for the parameter servers: after ", absl::FormatDuration(timeout),
+                         ", not registered or not live: ", Describe(ps, now)));
+      }
+      LOG(WARNING) << "not waiting any longer for " << trainers.size()
+                   << " trainer(s) to register: " << Describe(trainers, now);
+      break;
+    }
+    if (absl::Now() >= next_report) {
+      LOG(INFO) << "waiting for " << ps.size() << " parameter server(s) and " << trainers.size()
+                << " trainer(s): " << Describe(ps, now) << (ps.empty() ? "" : "; ")
+                << Describe(trainers, now);
+      next_report += kReportEvery;
+    }
+  }
+  loading_ = true;
+  return state_.generation;
 }
 
 std::string Coordinator::Holder(const Member& m) {
@@ -276,10 +379,25 @@ absl::StatusOr<JobState> Coordinator::ReportDone(const TaskId& task, uint64_t in
 
 absl::StatusOr<JobState> Coordinator::SetModelReady(int64_t global_step,
                                                     absl::string_view checkpoint) {
+  int64_t generation = 0;
+  {
+    ReaderMutexLock lock(&mu_);
+    generation = state_.generation;
+  }
+  return SetModelReadyIn(generation, global_step, checkpoint);
+}
+
+absl::StatusOr<JobState> Coordinator::SetModelReadyIn(int64_t generation, int64_t global_step,
+                                                      absl::string_view checkpoint) {
   if (global_step < 0) {
     return absl::InvalidArgumentError(absl::StrCat("SetModelReady: global step ", global_step));
   }
   MutexLock lock(&mu_);
+  if (generation != state_.generation) {
+    return absl::AbortedError(absl::StrCat("SetModelReady for generation ", generation,
+                                           ": a rollback started generation ", state_.generation,
+                                           " meanwhile (", rollbacks_.back().reason, ")"));
+  }
   if (HasEnded(state_.phase)) {
     return absl::FailedPreconditionError(absl::StrCat("SetModelReady: the job has already ended (",
                                                       JobPhaseName(state_.phase), ")"));
@@ -296,9 +414,18 @@ absl::StatusOr<JobState> Coordinator::SetModelReady(int64_t global_step,
   state_.checkpoint = std::string(checkpoint);
   state_.global_step = global_step;
   ready_step_ = global_step;
-  if (state_.phase == JobPhase::kStarting) state_.phase = JobPhase::kRunning;
-  if (state_.phase == JobPhase::kRunning && max_steps_ > 0 && global_step >= max_steps_) {
-    state_.phase = JobPhase::kStopping;
+  loading_ = false;
+  state_.phase = ReadyPhase(global_step);
+  if (!rollbacks_.empty() && rollbacks_.back().to_step < 0) {
+    Rollback& r = rollbacks_.back();
+    r.to_step = global_step;
+    r.checkpoint = std::string(checkpoint);
+    r.resumed = Now();
+    LOG(WARNING) << "rollback done: restored "
+                 << (checkpoint.empty() ? "the initial values" : checkpoint) << " at global step "
+                 << global_step << " (" << r.from_step - global_step << " steps lost) "
+                 << absl::FormatDuration(absl::Trunc(r.resumed - r.began, absl::Milliseconds(10)))
+                 << " after it began";
   }
   LOG(INFO) << "model ready at global step " << global_step << " ("
             << (checkpoint.empty() ? "fresh" : absl::StrCat("from ", checkpoint)) << "); phase "
@@ -312,6 +439,7 @@ absl::StatusOr<JobState> Coordinator::RequestStop() {
   if (state_.phase == JobPhase::kStarting || state_.phase == JobPhase::kRunning) {
     LOG(INFO) << "stop requested at global step " << state_.global_step;
     state_.phase = JobPhase::kStopping;
+    stop_requested_ = true;
     cv_.SignalAll();
   }
   return state_;
@@ -392,7 +520,7 @@ bool Coordinator::WaitSlice(absl::Time deadline) {
 std::vector<const Coordinator::Member*> Coordinator::Unregistered() const {
   std::vector<const Member*> missing;
   for (const Member& m : members_) {
-    if (m.task.role != TaskRole::kEvaluator && !m.registered) missing.push_back(&m);
+    if (m.task.role != TaskRole::kEvaluator && !m.ever_registered) missing.push_back(&m);
   }
   return missing;
 }
@@ -440,8 +568,11 @@ absl::Status Coordinator::WaitForTrainersDone(absl::Duration timeout) {
   MutexLock lock(&mu_);
   const absl::Time deadline = absl::Now() + timeout;
   absl::Time next_report = absl::Now() + kReportEvery;
+  const int64_t generation = state_.generation;
   std::vector<const Member*> running = TrainersRunning(Now());
   while (!running.empty() && WaitSlice(deadline)) {
+    DetectDeadPs(Now());
+    if (state_.generation != generation) break;
     running = TrainersRunning(Now());
     if (!running.empty() && absl::Now() >= next_report) {
       LOG(INFO) << "waiting for " << running.size()
@@ -450,6 +581,10 @@ absl::Status Coordinator::WaitForTrainersDone(absl::Duration timeout) {
     }
   }
   const absl::Time now = Now();
+  if (state_.generation != generation) {
+    return absl::AbortedError(absl::StrCat("waiting for the trainers to finish: ",
+                                           rollbacks_.back().reason, "; the cluster rolls back"));
+  }
   if (!running.empty()) {
     return absl::DeadlineExceededError(absl::StrCat("waiting for the trainers to finish: after ",
                                                     absl::FormatDuration(timeout),

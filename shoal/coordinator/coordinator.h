@@ -35,6 +35,16 @@
 //   - EndJob: the first call decides; the same outcome again is a retry, a different one is
 //     FAILED_PRECONDITION.
 //
+// Rollback (a parameter server lost). Once the model is being loaded or is ready, a PS that
+// registers a new incarnation (it restarted, empty) or is declared dead starts a rollback: the
+// generation (JobState::generation) goes up, the model is no longer ready, the data-task queue is
+// dropped, and every trainer's incarnation is retired with the reason, so each trainer's next call
+// gets ABORTED: it abandons its step and registers again with a new incarnation. The chief then
+// waits for the cluster (WaitForCluster), restores every PS from the last checkpoint with the
+// queue state saved in it, and makes the model ready in the new generation (SetModelReadyIn).
+// Rollbacks() lists what happened, for the summary. A retired trainer that never comes back is
+// not waited for (it was registered once; WaitForRegistration only waits for tasks never seen).
+//
 // Time. Liveness uses `clock` (injectable for tests). The local waits (WaitForRegistration,
 // WaitForTrainersDone) bound themselves in real time, so a stopped fake clock cannot hang them;
 // they re-check liveness at least every 100 ms, so a test advancing a fake clock is seen promptly.
@@ -123,6 +133,34 @@ class Coordinator final : public CoordinatorService {
   std::optional<TaskQueueStats> DataTaskStats() const;
   std::string DataTaskStateJson() const;
 
+  // Rollback (see the top of this file), chief-side.
+
+  // The current generation, after declaring dead PS (which may start a rollback): the chief polls
+  // it while its own training fails, to tell a lost PS from another error.
+  int64_t CheckForFailures();
+  // Waits until every PS is registered and live and every trainer of the spec other than the
+  // caller (the chief) is registered in the current generation -- or was registered once and has
+  // been silent for heartbeat_timeout (dead; it rejoins when it comes back). Trainers never seen
+  // are waited for until `timeout` too, then only warned about. Marks the model as loading, so a
+  // PS lost from now on starts a rollback, and returns the generation the chief loads the model
+  // for. DEADLINE_EXCEEDED naming the PS that did not come back within `timeout`.
+  [[nodiscard]] absl::StatusOr<int64_t> WaitForCluster(absl::Duration timeout);
+  // SetModelReady for `generation`: ABORTED when a rollback began since WaitForCluster returned it
+  // (the chief loads the model again).
+  [[nodiscard]] absl::StatusOr<JobState> SetModelReadyIn(int64_t generation, int64_t global_step,
+                                                         absl::string_view checkpoint);
+
+  struct Rollback {
+    int64_t generation = 0;  // the generation it started
+    std::string reason;      // "ps:0 restarted", "ps:1 is dead (silent for 3s)"
+    int64_t from_step = 0;   // the global step when it began
+    int64_t to_step = -1;    // the step the model was restored at (-1 while rolling back)
+    std::string checkpoint;  // restored from
+    absl::Time began;
+    absl::Time resumed = absl::InfinitePast();  // model ready again
+  };
+  std::vector<Rollback> Rollbacks() const;
+
   // Registered chief and workers that are live, in spec order.
   std::vector<TaskId> LiveTrainers() const;
   // Registered tasks of any role that are dead, in spec order (evaluator last).
@@ -143,7 +181,9 @@ class Coordinator final : public CoordinatorService {
     std::string address;
     bool registered = false;
     uint64_t incarnation = 0;
+    bool ever_registered = false;   // registered in any generation
     std::vector<uint64_t> retired;  // replaced incarnations: their calls get ABORTED
+    std::string retired_reason;     // why the last one was retired ("" = the task restarted)
     int restarts = 0;
     absl::Time last_seen = absl::InfinitePast();
     bool done = false;
@@ -166,6 +206,13 @@ class Coordinator final : public CoordinatorService {
   // Returns the leases of dead trainers to the queue.
   void ReleaseDeadLeases(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Time Now() const { return clock_(); }
+  // Starts a rollback (see the top of this file) unless the job has ended.
+  void BeginRollback(const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts a rollback for a registered PS that is dead, when the model is loading or ready.
+  void DetectDeadPs(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The phase once the model is ready at `global_step`: kStopping after a stop request or at
+  // max_steps, else kRunning.
+  JobPhase ReadyPhase(int64_t global_step) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // Spec tasks that have not registered.
   std::vector<const Member*> Unregistered() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -191,6 +238,9 @@ class Coordinator final : public CoordinatorService {
   JobState state_ ABSL_GUARDED_BY(mu_);
   std::optional<DataTaskQueue> queue_ ABSL_GUARDED_BY(mu_);
   int64_t ready_step_ ABSL_GUARDED_BY(mu_) = 0;  // SetModelReady's step, for its retries
+  bool loading_ ABSL_GUARDED_BY(mu_) = false;    // WaitForCluster returned; model not ready yet
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<Rollback> rollbacks_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal

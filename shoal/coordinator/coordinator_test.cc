@@ -106,10 +106,11 @@ TEST_F(CoordinatorTest, TasksSilentForTheTimeoutAreDead) {
   EXPECT_THAT(c.DeadTasks(), IsEmpty());
 
   clock_.Advance(absl::Seconds(20));
+  // (The model is not loaded: a dead PS would otherwise roll the cluster back,
+  // coordinator_rollback_test.cc.)
   ASSERT_TRUE(c.Heartbeat(Chief(), 1).ok());
-  ASSERT_TRUE(c.SetModelReady(0, "").ok());
-  ASSERT_TRUE(c.AdvanceStep(Worker(0), 1, 1).ok());  // any call is a sign of life
-  clock_.Advance(absl::Seconds(10));                 // worker 1 and ps 0: silent for 30 s
+  ASSERT_TRUE(c.Register(Worker(0), 1).ok());  // any call is a sign of life
+  clock_.Advance(absl::Seconds(10));           // worker 1 and ps 0: silent for 30 s
   EXPECT_THAT(c.LiveTrainers(), ElementsAre(Chief(), Worker(0)));
   EXPECT_THAT(c.DeadTasks(), ElementsAre(Worker(1), Ps(0)));
   EXPECT_FALSE(c.Tasks()[2].live);
@@ -349,7 +350,9 @@ TEST(CoordinatorTaskTest, DeadAndRestartedTrainersLoseTheirLeases) {
   // worker:0 goes silent past the timeout; the chief's next call returns its task first.
   clock.Advance(absl::Seconds(20));
   ASSERT_TRUE(coord.Heartbeat(Worker(1), 1).ok());
+  ASSERT_TRUE(coord.Heartbeat(Ps(0), 1).ok());
   clock.Advance(absl::Seconds(15));
+  ASSERT_TRUE(coord.Heartbeat(Ps(0), 1).ok());
   const TaskLease again = coord.LeaseTask(Chief(), 1, {}, true).value();
   EXPECT_EQ(again.task.id, w0.task.id);
   // worker:1 restarts: its lease goes back too.

@@ -164,9 +164,12 @@ std::string DataTaskQueue::StateJson() const {
   state["epochs_completed"] = epochs_completed_;
   nlohmann::json done = nlohmann::json::object();
   nlohmann::json records = nlohmann::json::object();
-  for (size_t e = static_cast<size_t>(epochs_completed_); e < done_.size(); ++e) {
-    done[std::to_string(e)] = std::vector<int64_t>(done_[e].begin(), done_[e].end());
+  for (size_t e = 0; e < done_.size(); ++e) {
+    // Every epoch's record count (the figures a resumed job reports); task lists only for the
+    // epochs still open, so the state stays small.
     records[std::to_string(e)] = records_[e];
+    if (e < static_cast<size_t>(epochs_completed_)) continue;
+    done[std::to_string(e)] = std::vector<int64_t>(done_[e].begin(), done_[e].end());
   }
   state["done"] = std::move(done);
   state["records"] = std::move(records);
@@ -216,9 +219,15 @@ absl::Status DataTaskQueue::RestoreState(absl::string_view json) {
       }
       done[static_cast<size_t>(e)].insert(index.get<int64_t>());
     }
-    if (records_it != state.end() && records_it->is_object() && records_it->contains(key) &&
-        (*records_it)[key].is_number_integer()) {
-      records[static_cast<size_t>(e)] = (*records_it)[key].get<int64_t>();
+  }
+  if (records_it != state.end() && records_it->is_object()) {
+    for (auto& [key, count] : records_it->items()) {
+      int64_t e = -1;
+      if (!absl::SimpleAtoi(key, &e) || e < 0 || e >= opened || !count.is_number_integer() ||
+          count.get<int64_t>() < 0) {
+        return bad(absl::StrCat("'records' has a bad entry for epoch '", key, "'"));
+      }
+      records[static_cast<size_t>(e)] = count.get<int64_t>();
     }
   }
   done_ = std::move(done);

@@ -134,6 +134,12 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
     return absl::OkStatus();
   }
   RETURN_IF_ERROR(LoadLatestAsChief(allow_fresh));
+  if (config_.role != nullptr && loaded_checkpoint_.empty()) {
+    // A cluster always has a checkpoint to roll back to when it loses a parameter server (as TF's
+    // chief saves one at step 0): without it, surviving shards would keep values the restarted
+    // ones lost.
+    RETURN_IF_ERROR_CTX(SaveCheckpoint().status(), "saving the initial checkpoint");
+  }
   if (sync() && !sync_set_) {
     // Before the model is announced: no trainer may push while the shards are still async.
     const int trainers = config_.role != nullptr ? config_.role->num_trainers() : 1;

@@ -49,12 +49,14 @@ uint64_t NewIncarnation() {
 // The trainers' JobRole over the coordinator (local in the chief, a stub elsewhere).
 class ClusterRole final : public JobRole {
  public:
+  // `generation`: the chief's, from Coordinator::WaitForCluster (unused by workers).
   ClusterRole(CoordinatorService* coordinator, Coordinator* local, TaskId task,
-              uint64_t incarnation, const MemberOptions& options)
+              uint64_t incarnation, const MemberOptions& options, int64_t generation = 0)
       : coordinator_(coordinator),
         local_(local),
         task_(task),
         incarnation_(incarnation),
+        generation_(generation),
         options_(options) {}
 
   bool is_chief() const override { return task_.role == TaskRole::kChief; }
@@ -74,6 +76,9 @@ class ClusterRole final : public JobRole {
         ASSIGN_OR_RETURN(state, DataTaskState(checkpoint));
       }
       RETURN_IF_ERROR(local_->SetDataTasks(*data_tasks_, queue_options_, state));
+    }
+    if (local_ != nullptr) {
+      return local_->SetModelReadyIn(generation_, global_step, checkpoint).status();
     }
     return coordinator_->SetModelReady(global_step, checkpoint).status();
   }
@@ -166,6 +171,7 @@ class ClusterRole final : public JobRole {
   Coordinator* local_;
   TaskId task_;
   uint64_t incarnation_;
+  int64_t generation_;
   const MemberOptions& options_;
 };
 
@@ -305,25 +311,107 @@ ConnectOptions ConnectTo(const MemberOptions& options, const TaskId& task) {
   return connect;
 }
 
-// Waits, heart-beating, until the job ends: OK when it succeeded.
+// How long a task keeps trying to reach a lost coordinator before it gives up: a chief that its
+// launcher restarts is back within seconds; connect_deadline (default 120 s) bounds the wait.
+absl::Duration CoordinatorLossLimit(const MemberOptions& options) {
+  return std::max(options.heartbeat_timeout, options.connect_deadline);
+}
+
+// Register, retried while the coordinator is unreachable (a chief restarting), up to
+// CoordinatorLossLimit.
+absl::StatusOr<JobState> RegisterTask(CoordinatorService* coordinator, const TaskId& task,
+                                      uint64_t incarnation, const MemberOptions& options) {
+  const absl::Time deadline = absl::Now() + CoordinatorLossLimit(options);
+  while (true) {
+    absl::StatusOr<JobState> state = coordinator->Register(task, incarnation);
+    if (!absl::IsUnavailable(state.status()) || absl::Now() > deadline) return state;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+// A Heartbeat; a coordinator that does not know this incarnation (FAILED_PRECONDITION: the chief
+// restarted with a new coordinator) is registered with again when `register_again`.
+absl::StatusOr<JobState> HeartbeatOrRegister(CoordinatorService* coordinator, const TaskId& task,
+                                             uint64_t incarnation, bool register_again) {
+  absl::StatusOr<JobState> state = coordinator->Heartbeat(task, incarnation);
+  if (register_again && absl::IsFailedPrecondition(state.status())) {
+    state = coordinator->Register(task, incarnation);
+    if (state.ok()) {
+      LOG(WARNING) << task.ToString()
+                   << ": the coordinator did not know this task (the chief restarted); "
+                      "registered again";
+    }
+  }
+  return state;
+}
+
+// Waits, heart-beating, until the job ends: OK when it succeeded. A PS or the evaluator
+// (`register_again`) registers again with a restarted chief; a trainer returns the ABORTED or
+// FAILED_PRECONDITION that says it must rejoin (RunWorker). The coordinator may be unreachable
+// for CoordinatorLossLimit.
 absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
-                           uint64_t incarnation, const MemberOptions& options) {
+                           uint64_t incarnation, const MemberOptions& options,
+                           bool register_again) {
   absl::Time last_ok = absl::Now();
   while (true) {
-    absl::StatusOr<JobState> state = coordinator->Heartbeat(task, incarnation);
+    absl::StatusOr<JobState> state =
+        HeartbeatOrRegister(coordinator, task, incarnation, register_again);
+    if (absl::IsAborted(state.status()) || absl::IsFailedPrecondition(state.status())) {
+      return state.status();
+    }
     if (state.ok()) {
       last_ok = absl::Now();
       if (state->phase == JobPhase::kDone) return absl::OkStatus();
       if (state->phase == JobPhase::kFailed) {
         return absl::AbortedError(absl::StrCat("the job failed: ", state->message));
       }
-    } else if (absl::Now() - last_ok > options.heartbeat_timeout) {
+    } else if (absl::Now() - last_ok > CoordinatorLossLimit(options)) {
       return absl::UnavailableError(absl::StrCat(
           "lost the coordinator (chief at ", *options.cluster.Address({TaskRole::kChief, 0}),
-          ") for ", absl::FormatDuration(options.heartbeat_timeout), ": ",
+          ") for ", absl::FormatDuration(CoordinatorLossLimit(options)), ": ",
           state.status().message()));
     }
     absl::SleepFor(options.heartbeat_interval);
+  }
+}
+
+// Errors after which a trainer asks the coordinator whether the cluster is rolling back (a lost PS
+// shows up as UNAVAILABLE, or FAILED_PRECONDITION from a restarted one) before it gives up.
+bool MayBeRollback(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsAborted(status) ||
+         absl::IsFailedPrecondition(status) || absl::IsDeadlineExceeded(status) ||
+         absl::IsCancelled(status) || absl::IsInternal(status) || absl::IsUnknown(status);
+}
+
+enum class AfterFailure { kRejoin, kJobDone, kGiveUp };
+
+// A worker whose training failed with `failure`: kRejoin when the coordinator retired its
+// incarnation (a rollback: ABORTED) or does not know it (a restarted chief: FAILED_PRECONDITION),
+// kJobDone when the job ended successfully meanwhile, else kGiveUp -- after waiting long enough
+// for the coordinator to declare a lost PS dead (heartbeat_timeout) or for a lost chief to come
+// back (CoordinatorLossLimit).
+AfterFailure AfterTrainerFailure(CoordinatorService* coordinator, const TaskId& task,
+                                 uint64_t incarnation, const MemberOptions& options,
+                                 const absl::Status& failure) {
+  const absl::Time start = absl::Now();
+  const absl::Duration while_running =
+      MayBeRollback(failure) ? options.heartbeat_timeout + 2 * options.heartbeat_interval
+                             : absl::ZeroDuration();
+  while (true) {
+    absl::StatusOr<JobState> state = coordinator->Heartbeat(task, incarnation);
+    if (absl::IsAborted(state.status()) || absl::IsFailedPrecondition(state.status())) {
+      return AfterFailure::kRejoin;
+    }
+    const absl::Duration waited = absl::Now() - start;
+    if (state.ok()) {
+      if (state->phase == JobPhase::kDone) return AfterFailure::kJobDone;
+      if (state->phase == JobPhase::kFailed || waited >= while_running) {
+        return AfterFailure::kGiveUp;
+      }
+    } else if (waited >= CoordinatorLossLimit(options)) {
+      return AfterFailure::kGiveUp;
+    }
+    absl::SleepFor(absl::Milliseconds(200));
   }
 }
 
@@ -440,20 +528,25 @@ absl::Status RunPs(const MemberOptions& options, uint64_t incarnation) {
   ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
                    Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
   GrpcCoordinatorService coordinator(channel);
-  RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
-  absl::Status status = WaitForJobEnd(&coordinator, task, incarnation, options);
+  RETURN_IF_ERROR(RegisterTask(&coordinator, task, incarnation, options).status());
+  // A new incarnation of this PS holds nothing and answers FAILED_PRECONDITION until the chief
+  // restores it; the coordinator rolls the cluster back when it registers.
+  absl::Status status =
+      WaitForJobEnd(&coordinator, task, incarnation, options, /*register_again=*/true);
   grpc->Stop(absl::Seconds(5));
   return status;
 }
 
-absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
+// One incarnation of a worker: register, train, wait for the job's end.
+absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorService& coordinator,
+                                  uint64_t incarnation) {
   FileSystems& fs = DefaultFileSystems();
   const TaskId task = options.cluster.task;
-  ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
-                   Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
-  GrpcCoordinatorService coordinator(channel);
-  RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
-  Heartbeater heartbeat(&coordinator, task, incarnation, options.heartbeat_interval);
+  RETURN_IF_ERROR(RegisterTask(&coordinator, task, incarnation, options).status());
+  // Heart-beats while training. Stopped before WaitForJobEnd, whose own heartbeats are the ones
+  // that act on the reply: the chief waits for every task's first heartbeat after the job's end.
+  std::optional<Heartbeater> heartbeat;
+  heartbeat.emplace(&coordinator, task, incarnation, options.heartbeat_interval);
   ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options));
 
   ClusterRole role(&coordinator, nullptr, task, incarnation, options);
@@ -489,7 +582,35 @@ absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
     RETURN_IF_ERROR(role.WaitForModel().status());
     RETURN_IF_ERROR(role.FinishTraining(0).status());
   }
-  return WaitForJobEnd(&coordinator, task, incarnation, options);
+  heartbeat.reset();
+  return WaitForJobEnd(&coordinator, task, incarnation, options, /*register_again=*/false);
+}
+
+// A worker: incarnations until the job ends. After a failure it rejoins with a new incarnation
+// when the cluster rolled back (a PS was lost) or the chief restarted.
+absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
+  const TaskId task = options.cluster.task;
+  ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
+                   Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
+  GrpcCoordinatorService coordinator(channel);
+  while (true) {
+    absl::Status status = RunWorkerIncarnation(options, coordinator, incarnation);
+    if (status.ok()) return status;
+    LOG(WARNING) << task.ToString() << ": " << status
+                 << "; asking the coordinator whether the cluster rolls back";
+    switch (AfterTrainerFailure(&coordinator, task, incarnation, options, status)) {
+      case AfterFailure::kRejoin:
+        incarnation = NewIncarnation();
+        LOG(WARNING) << task.ToString() << ": rejoining the job as incarnation "
+                     << absl::StrCat("0x", absl::Hex(incarnation));
+        continue;
+      case AfterFailure::kJobDone:
+        LOG(WARNING) << task.ToString() << ": the job ended successfully meanwhile";
+        return absl::OkStatus();
+      case AfterFailure::kGiveUp:
+        return status;
+    }
+  }
 }
 
 // The evaluator: evaluates every new checkpoint of model_dir (at most every eval.throttle_secs,
@@ -505,7 +626,7 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
   ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
                    Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
   GrpcCoordinatorService coordinator(channel);
-  RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
+  RETURN_IF_ERROR(RegisterTask(&coordinator, task, incarnation, options).status());
   ASSIGN_OR_RETURN(EstimatorConfig config,
                    EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry()));
   ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator, Estimator::Create(fs, std::move(config)));
@@ -520,10 +641,11 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
   std::string evaluated;  // the last checkpoint evaluated
   absl::Time last_ok = absl::Now();
   while (true) {
-    absl::StatusOr<JobState> state = coordinator.Heartbeat(task, incarnation);
+    absl::StatusOr<JobState> state =
+        HeartbeatOrRegister(&coordinator, task, incarnation, /*register_again=*/true);
     if (state.ok()) {
       last_ok = absl::Now();
-    } else if (absl::Now() - last_ok > options.heartbeat_timeout) {
+    } else if (absl::Now() - last_ok > CoordinatorLossLimit(options)) {
       return absl::UnavailableError(
           absl::StrCat("evaluator: lost the coordinator: ", state.status().message()));
     }
@@ -553,6 +675,39 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
   }
 }
 
+// The rollbacks as one JSON array, for the chief's output and tests.
+std::string RollbackSummary(const std::vector<Coordinator::Rollback>& rollbacks) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const Coordinator::Rollback& r : rollbacks) {
+    nlohmann::json j;
+    j["generation"] = r.generation;
+    j["reason"] = r.reason;
+    j["from_step"] = r.from_step;
+    j["to_step"] = r.to_step;
+    j["steps_lost"] = r.to_step >= 0 ? r.from_step - r.to_step : -1;
+    j["checkpoint"] = r.checkpoint;
+    j["recovery_seconds"] = r.to_step >= 0 ? absl::ToDoubleSeconds(r.resumed - r.began) : -1.0;
+    all.push_back(std::move(j));
+  }
+  return all.dump();
+}
+
+// The chief's generation `generation` failed with `failure`: true when the cluster rolls back
+// (now, or once the coordinator declares a lost PS dead, which it waits for when `failure` may
+// come from one).
+bool WaitForRollback(Coordinator& coordinator, int64_t generation, const MemberOptions& options,
+                     const absl::Status& failure) {
+  const absl::Time deadline =
+      absl::Now() + (MayBeRollback(failure)
+                         ? options.heartbeat_timeout + 2 * options.heartbeat_interval
+                         : absl::ZeroDuration());
+  while (true) {
+    if (coordinator.CheckForFailures() != generation) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
 absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::ostream& out) {
   FileSystems& fs = DefaultFileSystems();
   const TaskId task = options.cluster.task;
@@ -565,18 +720,24 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
   ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> grpc,
                    GrpcServer::Start(address, ServerOptionsOf(options), nullptr, &coordinator));
   LOG(INFO) << "chief: coordinator at " << address;
-  RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
 
-  absl::Status status = [&]() -> absl::Status {
+  // One generation of the job: wait for the cluster, load the model (restoring the parameter
+  // servers from the last checkpoint), train, evaluate, export. Sets `generation`.
+  int64_t generation = 0;
+  auto run_generation = [&]() -> absl::Status {
+    generation = coordinator.CheckForFailures();
+    RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
     Heartbeater heartbeat(&coordinator, task, incarnation, options.heartbeat_interval);
     ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options));
+    ASSIGN_OR_RETURN(generation, coordinator.WaitForCluster(options.connect_deadline),
+                     "chief: before loading the model");
     std::unique_ptr<SyncReplicasKeeper> sync_keeper;
     if (options.job.run.sync_replicas > 0) {
       sync_keeper = std::make_unique<SyncReplicasKeeper>(
           &coordinator, ps.shards, options.job.run.sync_replicas, options.heartbeat_interval,
           options.connect_deadline);
     }
-    ClusterRole role(&coordinator, &coordinator, task, incarnation, options);
+    ClusterRole role(&coordinator, &coordinator, task, incarnation, options, generation);
     ASSIGN_OR_RETURN(EstimatorConfig config,
                      EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry()));
     config.parameter_shards = ps.shards;
@@ -621,10 +782,22 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
     if (std::optional<TaskQueueStats> stats = coordinator.DataTaskStats(); stats.has_value()) {
       out << "data tasks: " << DataTaskSummary(*stats) << "\n";
     }
+    if (const std::vector<Coordinator::Rollback> rollbacks = coordinator.Rollbacks();
+        !rollbacks.empty()) {
+      out << "rollbacks: " << RollbackSummary(rollbacks) << "\n";
+    }
     out << "summary: " << JoinPath(options.job.run.model_dir, "summary.json") << "\n";
     out.flush();
     return absl::OkStatus();
-  }();
+  };
+  absl::Status status;
+  while (true) {
+    status = run_generation();
+    if (status.ok() || !WaitForRollback(coordinator, generation, options, status)) break;
+    incarnation = NewIncarnation();
+    LOG(WARNING) << "chief: " << status.message() << "; loading the model again (generation "
+                 << coordinator.CheckForFailures() << ")";
+  }
   coordinator.EndJob(status.ok(), status.message()).IgnoreError();
   // Let the other tasks see the end at their next heartbeat before the coordinator goes away.
   // Let every other live task see the end at its next heartbeat before the coordinator goes

@@ -273,9 +273,16 @@ absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
         if (c.exit_code != 0 || i == chief) {
           LOG(INFO) << c.name << " exited with code " << c.exit_code;
         }
-        if (i == chief) chief_exit = absl::Now();
+        // A worker is restarted after any failure; the chief, a PS and the evaluator only when a
+        // signal killed them (an exit code is their verdict on the job, e.g. a config error).
         const bool worker = absl::StartsWith(c.name, "worker:");
-        if (worker && c.exit_code != 0 && chief_exit == absl::InfiniteFuture() &&
+        const bool killed_by_signal = WIFSIGNALED(status);
+        const bool may_restart = worker ? c.exit_code != 0 : killed_by_signal;
+        if (i == chief && !(may_restart && c.restarts < options.max_restarts &&
+                            term_sent == absl::InfiniteFuture())) {
+          chief_exit = absl::Now();
+        }
+        if (may_restart && chief_exit == absl::InfiniteFuture() &&
             term_sent == absl::InfiniteFuture()) {
           if (c.restarts < options.max_restarts) {
             restart.push_back(i);
@@ -302,6 +309,7 @@ absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
       again->env = dead.env;
       again->restarts = dead.restarts + 1;
       children.push_back(std::move(*again));  // the old entry drains its pipe to EOF
+      if (i == chief) chief = children.size() - 1;
       all_exited = false;
     }
     bool pipes_open = false;

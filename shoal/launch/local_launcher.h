@@ -32,7 +32,9 @@ struct LaunchOptions {
   std::string host = "127.0.0.1";
   // A worker that dies (exits non-zero or by a signal) while the chief runs is started again, at
   // most this many times per worker; it registers with a new incarnation, and the coordinator
-  // gives its unfinished data tasks to whoever asks next.
+  // gives its unfinished data tasks to whoever asks next. The chief, a PS and the evaluator are
+  // restarted (as often) when a signal kills them: a restarted PS makes the cluster roll back to
+  // its last checkpoint, a restarted chief resumes the job from it (docs/cluster.md, "Failures").
   int max_restarts = 3;
   absl::Duration exit_grace = absl::Seconds(30);
   absl::Duration kill_grace = absl::Seconds(10);

@@ -58,6 +58,9 @@ struct JobState {
   bool model_ready = false;  // the PS were initialised or restored by the chief
   std::string checkpoint;    // what the PS were restored from ("" = fresh initialisation)
   std::string message;       // why the job failed (kFailed)
+  // 1 at the start; one more for every rollback of the cluster to its last checkpoint (a parameter
+  // server was lost: every trainer re-registers and the chief restores the parameter servers).
+  int64_t generation = 1;
 };
 
 // One unit of training input leased from the coordinator's data-task queue

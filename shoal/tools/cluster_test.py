@@ -139,10 +139,11 @@ def task_pids(model_dir, task_type, index=None):
     return pids
 
 
-def launch_and_kill_worker(job, model_dir, *args):
-    """Runs `shoal launch` with 1 PS and 1 worker (and `args`), SIGKILLs worker:0 once it logged a
-    training step, and returns (exit code, everything printed)."""
-    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "1",
+def launch_and_kill(job, model_dir, task_type, *args, ps=1):
+    """Runs `shoal launch` with `ps` PS and 1 worker (and `args`), SIGKILLs the first task of
+    `task_type` once worker:0 logged a training step, and returns (exit code, everything
+    printed)."""
+    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", str(ps), "--workers", "1",
                                "--model-dir", str(model_dir), *args],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -154,15 +155,19 @@ def launch_and_kill_worker(job, model_dir, *args):
                 break
             seen += line
         assert re.search(r"\[worker:0\] .*step \d+ \|", seen), seen[-3000:]
-        workers = task_pids(model_dir, "worker")
-        assert len(workers) == 1, workers
-        os.kill(workers[0], signal.SIGKILL)
+        victims = task_pids(model_dir, task_type, 0)
+        assert len(victims) == 1, victims
+        os.kill(victims[0], signal.SIGKILL)
         rest, _ = launch.communicate(timeout=240)
     finally:
         if launch.poll() is None:
             launch.kill()
             launch.communicate()
     return launch.returncode, seen + rest
+
+
+def launch_and_kill_worker(job, model_dir, *args):
+    return launch_and_kill(job, model_dir, "worker", *args)
 
 
 def test_sync_training_goes_on_when_a_worker_dies(tmp_path):
@@ -275,6 +280,77 @@ def test_a_killed_worker_s_tasks_go_back_to_the_queue(tmp_path, restarts):
         assert "worker:0 is dead" in out, out[-5000:]
     assert "exported: " in out, out[-3000:]
     assert (model_dir / "eval" / "metrics.json").exists()
+
+
+# The kill tests' job: 8 epochs of small byte-range tasks, a 3 s heartbeat timeout.
+KILL_TEST_SETTINGS = ["--set", "input.train.split_bytes=1024", "--set", "input.train.num_epochs=8"]
+
+
+def undisturbed_metrics(tmp_path, job):
+    """The final metrics of the kill tests' job trained in one process."""
+    out = run("train", job.config, *KILL_TEST_SETTINGS, "--model-dir", str(tmp_path / "alone"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads((tmp_path / "alone" / "summary.json").read_text())["metrics"]
+
+
+def assert_finished_like_undisturbed(tmp_path, job, model_dir, out):
+    """Exit 0 is checked by the caller; here: every epoch complete (each task at least once),
+    exported, evaluated, and as good as the job trained in one process."""
+    tasks = data_tasks(out)
+    n = tasks["tasks_per_epoch"]
+    assert tasks["tasks_done_per_epoch"] == [n] * 8, tasks
+    assert tasks["epochs_completed"] == 8, tasks
+    assert all(r >= len(job.train_rows) for r in tasks["records_per_epoch"]), tasks
+    assert "exported: " in out, out[-3000:]
+    assert (model_dir / "eval" / "metrics.json").exists()
+    summary = json.loads((model_dir / "summary.json").read_text())
+    assert summary["epochs_completed"] == 8, summary
+    alone = undisturbed_metrics(tmp_path, job)
+    assert summary["metrics"]["accuracy"] >= alone["accuracy"] - 0.05, (summary, alone)
+    assert summary["metrics"]["auc"] >= alone["auc"] - 0.03, (summary, alone)
+
+
+def test_a_killed_ps_rolls_the_cluster_back_to_the_last_checkpoint(tmp_path):
+    """ps:0 of 2 is SIGKILLed mid-training. `shoal launch` restarts it; its new incarnation holds
+    nothing, so the coordinator rolls the whole cluster back: every trainer's incarnation is
+    retired, they rejoin, and the chief restores both PS and the data-task queue from the last
+    checkpoint. Training finishes with every epoch complete, evaluated and exported."""
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
+    model_dir = tmp_path / "m"
+    code, out = launch_and_kill(job, model_dir, "ps", "--max-restarts", "1",
+                                *KILL_TEST_SETTINGS, "--set", "run.heartbeat_timeout_secs=3",
+                                ps=2)
+    assert code == 0, out[-5000:]
+    assert "restarting ps:0 (restart 1 of 1)" in out, out[-5000:]
+    assert "[worker:0] " in out and "worker:0: rejoining the job" in out, out[-5000:]
+    found = re.search(r"\[chief:0\] rollbacks: (\[.*\])", out)
+    assert found, out[-5000:]
+    rollbacks = json.loads(found.group(1))
+    assert len(rollbacks) >= 1, rollbacks
+    for r in rollbacks:
+        assert r["reason"].startswith("ps:0 "), r
+        assert 0 <= r["to_step"] <= r["from_step"], r
+        assert r["steps_lost"] == r["from_step"] - r["to_step"], r
+        assert re.search(r"/ckpt-\d+$", r["checkpoint"]), r
+        assert 0 < r["recovery_seconds"] < 60, r
+    assert_finished_like_undisturbed(tmp_path, job, model_dir, out)
+
+
+def test_a_killed_chief_is_restarted_and_resumes_from_the_last_checkpoint(tmp_path):
+    """The chief (and with it the coordinator) is SIGKILLed mid-training. `shoal launch` starts it
+    again; the PS and the evaluator register with the new coordinator, the worker rejoins, and
+    the new chief restores the last checkpoint with its data-task queue and finishes the job."""
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
+    model_dir = tmp_path / "m"
+    code, out = launch_and_kill(job, model_dir, "chief", "--max-restarts", "1", "--evaluator",
+                                *KILL_TEST_SETTINGS, "--set", "run.heartbeat_timeout_secs=3")
+    assert code == 0, out[-5000:]
+    assert "restarting chief:0 (restart 1 of 1)" in out, out[-5000:]
+    assert "[ps:0] " in out and "registered again" in out, out[-5000:]
+    assert "worker:0: rejoining the job" in out, out[-5000:]
+    assert re.search(r"\[chief:0\] .*Restored .*ckpt-\d+", out), out[-5000:]
+    assert "[evaluator:0] " in out
+    assert_finished_like_undisturbed(tmp_path, job, model_dir, out)
 
 
 def cluster_env(ports, task_type, index, secret=SECRET):

@@ -381,6 +381,7 @@ void ToProto(const JobState& state, rpc::JobState* out) {
   out->set_phase(ToProto(state.phase));
   out->set_global_step(state.global_step);
   out->set_model_ready(state.model_ready);
+  out->set_generation(state.generation);
   out->set_checkpoint(state.checkpoint);
   out->set_message(state.message);
 }
@@ -408,6 +409,7 @@ absl::StatusOr<JobState> FromProto(const rpc::JobState& in) {
   }
   state.global_step = in.global_step();
   state.model_ready = in.model_ready();
+  state.generation = in.generation();
   state.checkpoint = in.checkpoint();
   state.message = in.message();
   return state;
