@@ -34,6 +34,7 @@ Coordinator::Coordinator(CoordinatorOptions options)
       num_ps_(static_cast<int>(options.cluster.ps.size())),
       max_steps_(options.max_steps),
       heartbeat_timeout_(options.heartbeat_timeout),
+      completion_timeout_(options.completion_timeout),
       clock_(options.clock ? std::move(options.clock) : [] { return absl::Now(); }) {
   // A spec that ParseClusterSpec did not make may lack the chief; Find() relies on one.
   CHECK_EQ(options.cluster.chief.size(), 1u) << "the cluster spec needs exactly one chief";
@@ -166,7 +167,9 @@ void Coordinator::BeginRollback(const std::string& reason) {
   state_.checkpoint.clear();
   loading_ = false;
   stop_requested_ = false;  // the restored data-task queue decides again when the input ends
-  queue_.reset();           // the chief restores it from the checkpoint
+  stopped_at_ = absl::InfiniteFuture();
+  state_.completion_stage.clear();
+  queue_.reset();  // the chief restores it from the checkpoint
   const std::string why = absl::StrCat("the cluster rolls back to its last checkpoint (", reason,
                                        ", generation ", state_.generation, ")");
   for (Member& m : members_) {
@@ -195,6 +198,34 @@ void Coordinator::DetectDeadPs(absl::Time now) {
 JobPhase Coordinator::ReadyPhase(int64_t global_step) const {
   const bool stop = stop_requested_ || (max_steps_ > 0 && global_step >= max_steps_);
   return stop ? JobPhase::kStopping : JobPhase::kRunning;
+}
+
+void Coordinator::SetPhase(JobPhase phase) {
+  if (phase == JobPhase::kStopping && state_.phase != JobPhase::kStopping &&
+      stopped_at_ == absl::InfiniteFuture()) {
+    stopped_at_ = Now();
+  }
+  state_.phase = phase;
+}
+
+absl::Status Coordinator::EnterCompletionStage(const std::string& stage) {
+  MutexLock lock(&mu_);
+  const absl::Time now = Now();
+  if (stopped_at_ == absl::InfiniteFuture()) stopped_at_ = now;
+  const absl::Duration since = now - stopped_at_;
+  if (since > completion_timeout_) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("completion: stage '", state_.completion_stage, "' was still running ",
+                     absl::FormatDuration(absl::Trunc(since, absl::Seconds(1))),
+                     " after the stop, past the completion deadline (run.completion_timeout_secs ",
+                     absl::ToInt64Seconds(completion_timeout_), ")"));
+  }
+  LOG(INFO) << "completion: " << stage << " ("
+            << absl::FormatDuration(absl::Trunc(since, absl::Milliseconds(10)))
+            << " after the stop)";
+  state_.completion_stage = stage;
+  cv_.SignalAll();
+  return absl::OkStatus();
 }
 
 int64_t Coordinator::CheckForFailures() {
@@ -349,7 +380,7 @@ absl::StatusOr<JobState> Coordinator::AdvanceStep(const TaskId& task, uint64_t i
   if (state_.phase == JobPhase::kRunning && max_steps_ > 0 && state_.global_step >= max_steps_) {
     LOG(INFO) << "global step " << state_.global_step << " reached max_steps " << max_steps_
               << ": stopping";
-    state_.phase = JobPhase::kStopping;
+    SetPhase(JobPhase::kStopping);
     cv_.SignalAll();
   }
   return state_;
@@ -415,7 +446,7 @@ absl::StatusOr<JobState> Coordinator::SetModelReadyIn(int64_t generation, int64_
   state_.global_step = global_step;
   ready_step_ = global_step;
   loading_ = false;
-  state_.phase = ReadyPhase(global_step);
+  SetPhase(ReadyPhase(global_step));
   if (!rollbacks_.empty() && rollbacks_.back().to_step < 0) {
     Rollback& r = rollbacks_.back();
     r.to_step = global_step;
@@ -438,7 +469,7 @@ absl::StatusOr<JobState> Coordinator::RequestStop() {
   MutexLock lock(&mu_);
   if (state_.phase == JobPhase::kStarting || state_.phase == JobPhase::kRunning) {
     LOG(INFO) << "stop requested at global step " << state_.global_step;
-    state_.phase = JobPhase::kStopping;
+    SetPhase(JobPhase::kStopping);
     stop_requested_ = true;
     cv_.SignalAll();
   }

@@ -78,6 +78,8 @@ struct CoordinatorOptions {
   int64_t max_steps = 0;
   // A registered task silent for this long is dead. Default 30 s.
   absl::Duration heartbeat_timeout = absl::Seconds(30);
+  // The job's completion (stages after the stop: CompletionStage) must end within this.
+  absl::Duration completion_timeout = absl::Minutes(30);
   // The time liveness is judged by. Empty = absl::Now.
   std::function<absl::Time()> clock;
 };
@@ -161,6 +163,12 @@ class Coordinator final : public CoordinatorService {
   };
   std::vector<Rollback> Rollbacks() const;
 
+  // Completion (chief-side): the completion protocol enters `stage`, which JobState's
+  // completion_stage shows every task. The completion's clock starts at the stop (the phase
+  // becoming kStopping) or at the first stage, whichever is first. DEADLINE_EXCEEDED, naming the
+  // stage that overran, once completion_timeout has passed since.
+  [[nodiscard]] absl::Status EnterCompletionStage(const std::string& stage);
+
   // Registered chief and workers that are live, in spec order.
   std::vector<TaskId> LiveTrainers() const;
   // Registered tasks of any role that are dead, in spec order (evaluator last).
@@ -213,6 +221,8 @@ class Coordinator final : public CoordinatorService {
   // The phase once the model is ready at `global_step`: kStopping after a stop request or at
   // max_steps, else kRunning.
   JobPhase ReadyPhase(int64_t global_step) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Sets the phase, and the completion's start when it becomes kStopping.
+  void SetPhase(JobPhase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Spec tasks that have not registered.
   std::vector<const Member*> Unregistered() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -229,6 +239,7 @@ class Coordinator final : public CoordinatorService {
   const int num_ps_;
   const int64_t max_steps_;
   const absl::Duration heartbeat_timeout_;
+  const absl::Duration completion_timeout_;
   const std::function<absl::Time()> clock_;
 
   mutable Mutex mu_;
@@ -240,6 +251,7 @@ class Coordinator final : public CoordinatorService {
   int64_t ready_step_ ABSL_GUARDED_BY(mu_) = 0;  // SetModelReady's step, for its retries
   bool loading_ ABSL_GUARDED_BY(mu_) = false;    // WaitForCluster returned; model not ready yet
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time stopped_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();  // the completion's start
   std::vector<Rollback> rollbacks_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -223,6 +223,34 @@ TEST_F(CoordinatorTest, EndJobDecidesOnceAndKeepsTheMessage) {
   EXPECT_EQ(c.RequestStop()->phase, JobPhase::kFailed);
 }
 
+TEST_F(CoordinatorTest, CompletionStagesAreSharedAndOverrunningOneIsNamed) {
+  Coordinator c(CoordinatorOptions{.cluster = MakeSpec(1, 1),
+                                   .max_steps = 10,
+                                   .completion_timeout = absl::Minutes(5),
+                                   .clock = clock_.AsFunction()});
+  for (const TaskId& t : {Chief(), Worker(0), Ps(0)}) ASSERT_TRUE(c.Register(t, 1).ok());
+  ASSERT_TRUE(c.SetModelReady(0, "").ok());
+  ASSERT_TRUE(c.AdvanceStep(Worker(0), 1, 10).ok());  // max_steps: the completion's clock starts
+  // Time passes; every task heart-beats (a silent PS would roll the cluster back).
+  const auto advance = [&](absl::Duration d) {
+    for (absl::Duration passed; passed < d; passed += absl::Seconds(10)) {
+      clock_.Advance(absl::Seconds(10));
+      for (const TaskId& t : {Chief(), Worker(0), Ps(0)}) ASSERT_TRUE(c.Heartbeat(t, 1).ok());
+    }
+  };
+  advance(absl::Minutes(1));
+  ASSERT_TRUE(c.EnterCompletionStage("final pushes").ok());
+  EXPECT_EQ(c.Heartbeat(Ps(0), 1)->completion_stage, "final pushes");
+  advance(absl::Minutes(3));
+  ASSERT_TRUE(c.EnterCompletionStage("final evaluation").ok());
+  EXPECT_EQ(c.Heartbeat(Worker(0), 1)->completion_stage, "final evaluation");
+  advance(absl::Minutes(2));  // 6 minutes after the stop
+  const absl::Status late = c.EnterCompletionStage("exporters");
+  EXPECT_EQ(late.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(late.message(), HasSubstr("stage 'final evaluation' was still running 6m"));
+  EXPECT_THAT(late.message(), HasSubstr("run.completion_timeout_secs 300"));
+}
+
 TEST_F(CoordinatorTest, WaitForTrainersDoneSkipsADeadWorker) {
   Coordinator& c = Make();
   RegisterAll();

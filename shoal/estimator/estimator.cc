@@ -77,6 +77,15 @@ std::string EventSuffix() {
   return absl::StrCat(".", getpid(), ".", counter.fetch_add(1));
 }
 
+// The chief's checkpoint after training: a stage of a cluster job's completion protocol.
+absl::StatusOr<std::string> SaveFinalCheckpoint(Estimator& estimator) {
+  if (JobRole* role = estimator.config().role; role != nullptr) {
+    RETURN_IF_ERROR(role->CompletionStage("final checkpoint"));
+  }
+  ASSIGN_OR_RETURN(std::string path, estimator.SaveCheckpoint(), "completion: final checkpoint");
+  return path;
+}
+
 }  // namespace
 
 Estimator::Estimator(FileSystems& fs, EstimatorConfig config)
@@ -333,7 +342,7 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       if (is_chief()) global_step_ = std::max(global_step_, final_step);
     }
     if (is_chief()) {
-      ASSIGN_OR_RETURN(result.checkpoint, SaveCheckpoint());
+      ASSIGN_OR_RETURN(result.checkpoint, SaveFinalCheckpoint(*this));
     }
     result.global_step = global_step_;
     return result;
@@ -501,7 +510,7 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
     }
   }
   if (is_chief()) {
-    ASSIGN_OR_RETURN(result.checkpoint, SaveCheckpoint());
+    ASSIGN_OR_RETURN(result.checkpoint, SaveFinalCheckpoint(*this));
   }
   RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::End, context));
   result.global_step = global_step_;

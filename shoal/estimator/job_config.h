@@ -105,6 +105,10 @@ struct RunConfig {
   // queue, sync training stops waiting for it), and a task that cannot reach the coordinator this
   // long gives up. >= 2; heartbeats go every second.
   int64_t heartbeat_timeout_secs = 30;
+  // Cluster: the job's completion (final pushes, final checkpoint, final evaluation, exporters)
+  // must end within this many seconds of the stop; past it the chief fails the job naming the
+  // stage that overran, and a task still waiting for the end gives up. >= 1.
+  int64_t completion_timeout_secs = 1800;
   WarmStartConfig warm_start;  // YAML: run.warm_start: {from: DIR, patterns: [...]}
 };
 

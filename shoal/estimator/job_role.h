@@ -57,6 +57,12 @@ class JobRole {
   // leased input (-1 when unknown).
   virtual int64_t JobExamples() const { return -1; }
   virtual int64_t JobEpochsCompleted() const { return -1; }
+  // Chief: the job's completion enters `stage` ("final checkpoint", "final evaluation",
+  // "exporters", "shutdown"), which the other tasks then see. DEADLINE_EXCEEDED when the
+  // completion is past its deadline, naming the stage that overran: the caller stops.
+  [[nodiscard]] virtual absl::Status CompletionStage(const std::string& /*stage*/) {
+    return absl::OkStatus();
+  }
 };
 
 }  // namespace shoal

@@ -12,6 +12,7 @@
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
 #include "shoal/estimator/estimator.h"
+#include "shoal/estimator/job_role.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
 
@@ -161,12 +162,18 @@ absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
   TrainAndEvaluateResult result;
   ASSIGN_OR_RETURN(result.train, estimator.Train(train.input, options));
   if (eval.input) {
+    // Stages of a cluster job's completion protocol (JobRole::CompletionStage).
+    JobRole* role = estimator.config().role;
+    if (role != nullptr) RETURN_IF_ERROR(role->CompletionStage("final evaluation"));
     EvalOptions eval_options;
     eval_options.steps = eval.steps;
     eval_options.hooks = eval.hooks;
-    ASSIGN_OR_RETURN(EvalResult final_eval, estimator.Evaluate(eval.input, eval_options));
+    ASSIGN_OR_RETURN(EvalResult final_eval, estimator.Evaluate(eval.input, eval_options),
+                     "completion: final evaluation");
     estimator.RecordEvaluation(final_eval);
-    ASSIGN_OR_RETURN(auto written, exporters.Run(estimator, final_eval, /*final=*/true));
+    if (role != nullptr) RETURN_IF_ERROR(role->CompletionStage("exporters"));
+    ASSIGN_OR_RETURN(auto written, exporters.Run(estimator, final_eval, /*final=*/true),
+                     "completion: exporters");
     for (const auto& [name, path] : written) result.exports.push_back(path);
     result.final_eval = std::move(final_eval);
   }

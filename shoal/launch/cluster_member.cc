@@ -131,9 +131,12 @@ class ClusterRole final : public JobRole {
     if (local_ == nullptr) return state.global_step;
     // The chief: every other trainer's last push is in before the final checkpoint.
     LOG(INFO) << "chief: training done; waiting for the workers to finish";
-    RETURN_IF_ERROR(local_->WaitForRegistration(options_.connect_deadline));
-    RETURN_IF_ERROR(
-        local_->WaitForTrainersDone(options_.heartbeat_timeout + options_.connect_deadline));
+    RETURN_IF_ERROR(local_->EnterCompletionStage("final pushes"));
+    RETURN_IF_ERROR_CTX(local_->WaitForRegistration(options_.connect_deadline),
+                        "completion: final pushes");
+    RETURN_IF_ERROR_CTX(
+        local_->WaitForTrainersDone(options_.heartbeat_timeout + options_.connect_deadline),
+        "completion: final pushes");
     RETURN_IF_ERROR(coordinator_->RequestStop().status());
     ASSIGN_OR_RETURN(state, coordinator_->GetState());
     job_examples_ = 0;
@@ -146,6 +149,10 @@ class ClusterRole final : public JobRole {
       job_epochs_ = stats->epochs_completed;
     }
     return state.global_step;
+  }
+
+  absl::Status CompletionStage(const std::string& stage) override {
+    return local_ != nullptr ? local_->EnterCompletionStage(stage) : absl::OkStatus();
   }
 
   int64_t JobExamples() const override { return job_examples_; }
@@ -329,6 +336,34 @@ absl::StatusOr<JobState> RegisterTask(CoordinatorService* coordinator, const Tas
   }
 }
 
+// Gives up waiting for the job's end when the chief's completion overruns: a task that has seen
+// the job stopping for longer than run.completion_timeout_secs (plus a heartbeat timeout for the
+// chief to report it) stops waiting, naming the stage the chief was at.
+class CompletionWatch {
+ public:
+  explicit CompletionWatch(const MemberOptions& options)
+      : limit_(options.completion_timeout + options.heartbeat_timeout) {}
+
+  absl::Status Check(const JobState& state) {
+    if (state.phase != JobPhase::kStopping) {
+      since_ = absl::InfiniteFuture();
+      return absl::OkStatus();
+    }
+    const absl::Time now = absl::Now();
+    if (since_ == absl::InfiniteFuture()) since_ = now;
+    if (now - since_ <= limit_) return absl::OkStatus();
+    return absl::DeadlineExceededError(
+        absl::StrCat("completion: the job has been stopping for ",
+                     absl::FormatDuration(absl::Trunc(now - since_, absl::Seconds(1))),
+                     " and the chief is still at stage '", state.completion_stage,
+                     "'; giving up (run.completion_timeout_secs)"));
+  }
+
+ private:
+  const absl::Duration limit_;
+  absl::Time since_ = absl::InfiniteFuture();
+};
+
 // A Heartbeat; a coordinator that does not know this incarnation (FAILED_PRECONDITION: the chief
 // restarted with a new coordinator) is registered with again when `register_again`.
 absl::StatusOr<JobState> HeartbeatOrRegister(CoordinatorService* coordinator, const TaskId& task,
@@ -353,6 +388,7 @@ absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
                            uint64_t incarnation, const MemberOptions& options,
                            bool register_again) {
   absl::Time last_ok = absl::Now();
+  CompletionWatch completion(options);
   while (true) {
     absl::StatusOr<JobState> state =
         HeartbeatOrRegister(coordinator, task, incarnation, register_again);
@@ -361,6 +397,7 @@ absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
     }
     if (state.ok()) {
       last_ok = absl::Now();
+      RETURN_IF_ERROR(completion.Check(*state));
       if (state->phase == JobPhase::kDone) return absl::OkStatus();
       if (state->phase == JobPhase::kFailed) {
         return absl::AbortedError(absl::StrCat("the job failed: ", state->message));
@@ -640,11 +677,13 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
   absl::Time last_eval = absl::InfinitePast();
   std::string evaluated;  // the last checkpoint evaluated
   absl::Time last_ok = absl::Now();
+  CompletionWatch completion(options);
   while (true) {
     absl::StatusOr<JobState> state =
         HeartbeatOrRegister(&coordinator, task, incarnation, /*register_again=*/true);
     if (state.ok()) {
       last_ok = absl::Now();
+      RETURN_IF_ERROR(completion.Check(*state));
     } else if (absl::Now() - last_ok > CoordinatorLossLimit(options)) {
       return absl::UnavailableError(
           absl::StrCat("evaluator: lost the coordinator: ", state.status().message()));
@@ -715,6 +754,7 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
   coordinator_options.cluster = options.cluster;
   coordinator_options.max_steps = options.job.run.max_steps;
   coordinator_options.heartbeat_timeout = options.heartbeat_timeout;
+  coordinator_options.completion_timeout = options.completion_timeout;
   Coordinator coordinator(coordinator_options);
   ASSIGN_OR_RETURN(const std::string address, options.cluster.Address(task));
   ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> grpc,
@@ -788,7 +828,7 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
     }
     out << "summary: " << JoinPath(options.job.run.model_dir, "summary.json") << "\n";
     out.flush();
-    return absl::OkStatus();
+    return role.CompletionStage("shutdown");
   };
   absl::Status status;
   while (true) {

@@ -44,6 +44,8 @@ struct MemberOptions {
   // A task silent this long is dead for the coordinator; a task that cannot reach the coordinator
   // this long gives up.
   absl::Duration heartbeat_timeout = absl::Seconds(30);
+  // The job's completion ends within this of the stop (run.completion_timeout_secs).
+  absl::Duration completion_timeout = absl::Minutes(30);
 };
 
 // Runs this member until the job ends. Results (chief) go to `out`.

@@ -11,11 +11,16 @@
 //   chief:   coordinator in-process; initialise or restore the PS; SetModelReady; train; wait for
 //            the workers' ReportDone; final checkpoint; EndJob
 //
+// A lost PS rolls the cluster back (generation + 1): a trainer's next call gets ABORTED and it
+// registers again with a new incarnation and waits for the model; a task whose calls get
+// FAILED_PRECONDITION "not registered" talks to a restarted chief and registers again
+// (docs/cluster.md, "Failures").
 // Implementations: coordinator::Coordinator (in-process) and a gRPC stub (rpc/grpc/). Callers do
 // not know which. Errors: INVALID_ARGUMENT for a task outside the cluster spec or a bad argument,
 // FAILED_PRECONDITION for a call that does not fit the phase (ReportDone before Register,
 // SetModelReady twice with different steps), ABORTED for a task whose incarnation was replaced
-// by a newer one (a restarted process must not act on its old registration).
+// by a newer one (a restarted process must not act on its old registration) or retired by a
+// rollback.
 //
 // Thread safety: implementations are thread-safe.
 #pragma once
@@ -61,6 +66,9 @@ struct JobState {
   // 1 at the start; one more for every rollback of the cluster to its last checkpoint (a parameter
   // server was lost: every trainer re-registers and the chief restores the parameter servers).
   int64_t generation = 1;
+  // While stopping: the chief's stage of the completion ("final pushes", "final checkpoint",
+  // "final evaluation", "exporters", "shutdown"); "" before.
+  std::string completion_stage;
 };
 
 // One unit of training input leased from the coordinator's data-task queue

@@ -57,6 +57,7 @@ absl::Status RunRunCommand(const RunCommandOptions& options, std::ostream& out) 
   if (!options.job.model_dir.empty()) overrides.push_back("model_dir=" + options.job.model_dir);
   ASSIGN_OR_RETURN(member.job, LoadJobConfig(fs, options.job.config, overrides));
   member.heartbeat_timeout = absl::Seconds(member.job.run.heartbeat_timeout_secs);
+  member.completion_timeout = absl::Seconds(member.job.run.completion_timeout_secs);
   return RunClusterMember(member, out);
 }
 

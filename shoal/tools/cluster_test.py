@@ -57,6 +57,10 @@ def test_launch_trains_like_one_process(tmp_path):
     # Async training on two trainers is not bit-identical, but as good.
     assert two["metrics"]["accuracy"] >= one["metrics"]["accuracy"] - 0.05, (one, two)
     assert two["metrics"]["auc"] >= one["metrics"]["auc"] - 0.03, (one, two)
+    # The completion protocol's stages, in order, each logged by the chief's coordinator.
+    stages = re.findall(r"\[chief:0\] .*coordinator.cc:\d+\] completion: ([a-z ]+) \(", out.stdout)
+    assert stages == ["final pushes", "final checkpoint", "final evaluation", "exporters",
+                      "shutdown"], out.stdout[-5000:]
     # The chief wrote the checkpoint with one shard file per PS.
     ckpt = tmp_path / "cluster" / f"ckpt-{two['global_step']}"
     assert sorted(p.name for p in ckpt.glob("*.data")) == [

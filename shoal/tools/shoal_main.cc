@@ -245,7 +245,9 @@ void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOpti
                        "process");
   launch_cmd
       ->add_option("--max-restarts", launch.max_restarts,
-                   "Times a worker that dies is started again (per worker)")
+                   "Times a task that dies is started again (per task): a worker after any "
+                   "failure, the chief, "
+                   "a PS or the evaluator when a signal killed it")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));
   launch_cmd->callback([&launch, &exit_code] {

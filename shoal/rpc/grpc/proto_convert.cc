@@ -382,6 +382,7 @@ void ToProto(const JobState& state, rpc::JobState* out) {
   out->set_global_step(state.global_step);
   out->set_model_ready(state.model_ready);
   out->set_generation(state.generation);
+  out->set_completion_stage(state.completion_stage);
   out->set_checkpoint(state.checkpoint);
   out->set_message(state.message);
 }
@@ -410,6 +411,7 @@ absl::StatusOr<JobState> FromProto(const rpc::JobState& in) {
   state.global_step = in.global_step();
   state.model_ready = in.model_ready();
   state.generation = in.generation();
+  state.completion_stage = in.completion_stage();
   state.checkpoint = in.checkpoint();
   state.message = in.message();
   return state;
