@@ -318,6 +318,29 @@ ConnectOptions ConnectTo(const MemberOptions& options, const TaskId& task) {
   return connect;
 }
 
+// A task's connection to the coordinator, which it can make again: after the chief restarted, a
+// channel whose connection attempt failed backs off for seconds before it tries again, while a
+// new one connects at once.
+class CoordinatorConnection {
+ public:
+  explicit CoordinatorConnection(const MemberOptions& options) : options_(options) {}
+
+  // Connects, waiting up to `deadline` for the chief to accept; keeps the old connection (if
+  // any) on failure.
+  absl::Status Reconnect(absl::Duration deadline) {
+    ConnectOptions connect = ConnectTo(options_, TaskId{TaskRole::kChief, 0});
+    connect.connect_deadline = deadline;
+    ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel, Connect(connect));
+    stub_ = std::make_unique<GrpcCoordinatorService>(std::move(channel));
+    return absl::OkStatus();
+  }
+  GrpcCoordinatorService& stub() { return *stub_; }
+
+ private:
+  const MemberOptions& options_;
+  std::unique_ptr<GrpcCoordinatorService> stub_;
+};
+
 // How long a task keeps trying to reach a lost coordinator before it gives up: a chief that its
 // launcher restarts is back within seconds; connect_deadline (default 120 s) bounds the wait.
 absl::Duration CoordinatorLossLimit(const MemberOptions& options) {
@@ -385,8 +408,8 @@ absl::StatusOr<JobState> HeartbeatOrRegister(CoordinatorService* coordinator, co
 // FAILED_PRECONDITION that says it must rejoin (RunWorker). The coordinator may be unreachable
 // for CoordinatorLossLimit.
 absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
-                           uint64_t incarnation, const MemberOptions& options,
-                           bool register_again) {
+                           uint64_t incarnation, const MemberOptions& options, bool register_again,
+                           CoordinatorConnection* reconnect = nullptr) {
   absl::Time last_ok = absl::Now();
   CompletionWatch completion(options);
   while (true) {
@@ -407,6 +430,9 @@ absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
           "lost the coordinator (chief at ", *options.cluster.Address({TaskRole::kChief, 0}),
           ") for ", absl::FormatDuration(CoordinatorLossLimit(options)), ": ",
           state.status().message()));
+    } else if (reconnect != nullptr && absl::IsUnavailable(state.status()) &&
+               reconnect->Reconnect(absl::Milliseconds(500)).ok()) {
+      coordinator = &reconnect->stub();
     }
     absl::SleepFor(options.heartbeat_interval);
   }
@@ -427,7 +453,7 @@ enum class AfterFailure { kRejoin, kJobDone, kGiveUp };
 // kJobDone when the job ended successfully meanwhile, else kGiveUp -- after waiting long enough
 // for the coordinator to declare a lost PS dead (heartbeat_timeout) or for a lost chief to come
 // back (CoordinatorLossLimit).
-AfterFailure AfterTrainerFailure(CoordinatorService* coordinator, const TaskId& task,
+AfterFailure AfterTrainerFailure(CoordinatorConnection& connection, const TaskId& task,
                                  uint64_t incarnation, const MemberOptions& options,
                                  const absl::Status& failure) {
   const absl::Time start = absl::Now();
@@ -435,7 +461,7 @@ AfterFailure AfterTrainerFailure(CoordinatorService* coordinator, const TaskId& 
       MayBeRollback(failure) ? options.heartbeat_timeout + 2 * options.heartbeat_interval
                              : absl::ZeroDuration();
   while (true) {
-    absl::StatusOr<JobState> state = coordinator->Heartbeat(task, incarnation);
+    absl::StatusOr<JobState> state = connection.stub().Heartbeat(task, incarnation);
     if (absl::IsAborted(state.status()) || absl::IsFailedPrecondition(state.status())) {
       return AfterFailure::kRejoin;
     }
@@ -447,6 +473,9 @@ AfterFailure AfterTrainerFailure(CoordinatorService* coordinator, const TaskId& 
       }
     } else if (waited >= CoordinatorLossLimit(options)) {
       return AfterFailure::kGiveUp;
+    } else if (absl::IsUnavailable(state.status())) {
+      // The chief may be back already while the old channel still backs off (for seconds).
+      connection.Reconnect(absl::Milliseconds(500)).IgnoreError();
     }
     absl::SleepFor(absl::Milliseconds(200));
   }
@@ -562,14 +591,13 @@ absl::Status RunPs(const MemberOptions& options, uint64_t incarnation) {
                    GrpcServer::Start(address, ServerOptionsOf(options), &server, nullptr));
   LOG(INFO) << task.ToString() << " serving parameter shard " << task.index << " of "
             << options.cluster.ps.size() << " at " << address;
-  ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
-                   Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
-  GrpcCoordinatorService coordinator(channel);
-  RETURN_IF_ERROR(RegisterTask(&coordinator, task, incarnation, options).status());
+  CoordinatorConnection connection(options);
+  RETURN_IF_ERROR(connection.Reconnect(options.connect_deadline));
+  RETURN_IF_ERROR(RegisterTask(&connection.stub(), task, incarnation, options).status());
   // A new incarnation of this PS holds nothing and answers FAILED_PRECONDITION until the chief
   // restores it; the coordinator rolls the cluster back when it registers.
-  absl::Status status =
-      WaitForJobEnd(&coordinator, task, incarnation, options, /*register_again=*/true);
+  absl::Status status = WaitForJobEnd(&connection.stub(), task, incarnation, options,
+                                      /*register_again=*/true, &connection);
   grpc->Stop(absl::Seconds(5));
   return status;
 }
@@ -627,15 +655,14 @@ absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorS
 // when the cluster rolled back (a PS was lost) or the chief restarted.
 absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
   const TaskId task = options.cluster.task;
-  ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
-                   Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
-  GrpcCoordinatorService coordinator(channel);
+  CoordinatorConnection connection(options);
+  RETURN_IF_ERROR(connection.Reconnect(options.connect_deadline));
   while (true) {
-    absl::Status status = RunWorkerIncarnation(options, coordinator, incarnation);
+    absl::Status status = RunWorkerIncarnation(options, connection.stub(), incarnation);
     if (status.ok()) return status;
     LOG(WARNING) << task.ToString() << ": " << status
                  << "; asking the coordinator whether the cluster rolls back";
-    switch (AfterTrainerFailure(&coordinator, task, incarnation, options, status)) {
+    switch (AfterTrainerFailure(connection, task, incarnation, options, status)) {
       case AfterFailure::kRejoin:
         incarnation = NewIncarnation();
         LOG(WARNING) << task.ToString() << ": rejoining the job as incarnation "
@@ -660,10 +687,9 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
   if (options.job.eval_input.files.empty()) {
     return absl::InvalidArgumentError("evaluator: the config has no input.eval to evaluate on");
   }
-  ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
-                   Connect(ConnectTo(options, TaskId{TaskRole::kChief, 0})));
-  GrpcCoordinatorService coordinator(channel);
-  RETURN_IF_ERROR(RegisterTask(&coordinator, task, incarnation, options).status());
+  CoordinatorConnection connection(options);
+  RETURN_IF_ERROR(connection.Reconnect(options.connect_deadline));
+  RETURN_IF_ERROR(RegisterTask(&connection.stub(), task, incarnation, options).status());
   ASSIGN_OR_RETURN(EstimatorConfig config,
                    EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry()));
   ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator, Estimator::Create(fs, std::move(config)));
@@ -680,13 +706,15 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
   CompletionWatch completion(options);
   while (true) {
     absl::StatusOr<JobState> state =
-        HeartbeatOrRegister(&coordinator, task, incarnation, /*register_again=*/true);
+        HeartbeatOrRegister(&connection.stub(), task, incarnation, /*register_again=*/true);
     if (state.ok()) {
       last_ok = absl::Now();
       RETURN_IF_ERROR(completion.Check(*state));
     } else if (absl::Now() - last_ok > CoordinatorLossLimit(options)) {
       return absl::UnavailableError(
           absl::StrCat("evaluator: lost the coordinator: ", state.status().message()));
+    } else if (absl::IsUnavailable(state.status())) {
+      connection.Reconnect(absl::Milliseconds(500)).IgnoreError();  // the chief may be back
     }
     const bool ended =
         state.ok() && (state->phase == JobPhase::kDone || state->phase == JobPhase::kFailed);

@@ -85,6 +85,9 @@ absl::StatusOr<std::shared_ptr<GrpcChannel>> Connect(const ConnectOptions& optio
   args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kInitialBackoffMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxBackoffMs);
+  // A channel of its own: a new Connect to a peer that restarted (a chief `shoal launch` started
+  // again) must not share the old channel's connection, which may still be backing off.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   if (!options.tls_server_name.empty()) {
     args.SetSslTargetNameOverride(options.tls_server_name);
   }
