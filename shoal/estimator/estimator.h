@@ -246,8 +246,19 @@ struct TrainAndEvaluateResult {
 // Trains; while training, evaluates the model in memory at checkpoint saves at most every
 // throttle_secs (after start_delay_secs) and runs the "latest"/"best" exporters; at the end
 // evaluates the final checkpoint, runs every exporter and writes MODEL_DIR/summary.json.
+//
+// In a cluster with an evaluator (JobRole::HasEvaluator), the chief does not evaluate during
+// training, and takes the final evaluation and exports from the evaluator
+// (JobRole::AwaitFinalEvaluation) unless it has gone.
 [[nodiscard]] absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
                                                                       const TrainSpec& train,
                                                                       const EvalSpec& eval);
+
+// Runs `exporters` after evaluation `eval` of the model `estimator` holds, as TrainAndEvaluate
+// does ("final" ones only when `final`); returns the export paths written. The cluster's
+// evaluator uses it.
+[[nodiscard]] absl::StatusOr<std::vector<std::string>> RunExporters(
+    Estimator& estimator, const std::vector<ExporterConfig>& exporters, const EvalResult& eval,
+    bool final);
 
 }  // namespace shoal

@@ -14,7 +14,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -25,6 +28,15 @@ struct StepReply {
   int64_t global_step = 0;
   bool stop = false;        // the job's stop condition was reached (e.g. max_steps cluster-wide)
   std::string stop_reason;  // when stop
+};
+
+// The cluster's evaluator's evaluation of the final checkpoint, with the exports it wrote.
+struct RemoteEvaluation {
+  int64_t global_step = 0;
+  int64_t examples = 0;
+  std::map<std::string, double> metrics;
+  std::string checkpoint;
+  std::vector<std::string> exports;
 };
 
 class JobRole {
@@ -62,6 +74,16 @@ class JobRole {
   // completion is past its deadline, naming the stage that overran: the caller stops.
   [[nodiscard]] virtual absl::Status CompletionStage(const std::string& /*stage*/) {
     return absl::OkStatus();
+  }
+  // Chief: whether an evaluator process evaluates checkpoints and runs the exporters (TF's
+  // train_and_evaluate on a cluster); the chief then does not evaluate during training.
+  virtual bool HasEvaluator() const { return false; }
+  // Chief, in the completion's "final evaluation" stage: the evaluator's evaluation of the final
+  // checkpoint (at `global_step`) and its exports; nullopt when there is no evaluator or it died
+  // meanwhile, and the chief evaluates and exports itself.
+  [[nodiscard]] virtual absl::StatusOr<std::optional<RemoteEvaluation>> AwaitFinalEvaluation(
+      int64_t /*global_step*/) {
+    return std::optional<RemoteEvaluation>();
   }
 };
 

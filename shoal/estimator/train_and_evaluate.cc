@@ -117,6 +117,10 @@ class EvaluationHook final : public SessionRunHook {
   }
 
   absl::Status AfterRun(RunContext& context) override {
+    if (const JobRole* role = context.estimator->config().role;
+        role != nullptr && role->HasEvaluator()) {
+      return absl::OkStatus();  // the evaluator evaluates and exports
+    }
     const absl::Time now = absl::Now();
     if (now - start_ < absl::Seconds(spec_.start_delay_secs)) return absl::OkStatus();
     if (now - last_ < absl::Seconds(spec_.throttle_secs)) {
@@ -143,6 +147,16 @@ class EvaluationHook final : public SessionRunHook {
 
 }  // namespace
 
+absl::StatusOr<std::vector<std::string>> RunExporters(Estimator& estimator,
+                                                      const std::vector<ExporterConfig>& exporters,
+                                                      const EvalResult& eval, bool final) {
+  Exporters run(estimator.file_systems(), estimator.config().run.model_dir, exporters);
+  ASSIGN_OR_RETURN(auto written, run.Run(estimator, eval, final));
+  std::vector<std::string> paths;
+  for (const auto& [name, path] : written) paths.push_back(path);
+  return paths;
+}
+
 absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
                                                         const TrainSpec& train,
                                                         const EvalSpec& eval) {
@@ -165,6 +179,24 @@ absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
     // Stages of a cluster job's completion protocol (JobRole::CompletionStage).
     JobRole* role = estimator.config().role;
     if (role != nullptr) RETURN_IF_ERROR(role->CompletionStage("final evaluation"));
+    std::optional<RemoteEvaluation> remote;
+    if (role != nullptr) {
+      ASSIGN_OR_RETURN(remote, role->AwaitFinalEvaluation(result.train.global_step),
+                       "completion: final evaluation");
+    }
+    if (remote.has_value()) {
+      EvalResult final_eval;
+      final_eval.global_step = remote->global_step;
+      final_eval.examples = remote->examples;
+      final_eval.metrics = remote->metrics;
+      final_eval.checkpoint = remote->checkpoint;
+      estimator.RecordEvaluation(final_eval);
+      result.exports = remote->exports;
+      result.final_eval = std::move(final_eval);
+    }
+  }
+  if (eval.input && !result.final_eval.has_value()) {
+    JobRole* role = estimator.config().role;
     EvalOptions eval_options;
     eval_options.steps = eval.steps;
     eval_options.hooks = eval.hooks;

@@ -27,6 +27,7 @@
 #include "shoal/estimator/job.h"
 #include "shoal/estimator/models.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/grpc/grpc_channel.h"
@@ -45,6 +46,11 @@ uint64_t NewIncarnation() {
   }
   return value | 1;  // never 0
 }
+
+// The completion stage in which the evaluator evaluates the final checkpoint for the chief.
+constexpr char kFinalEvaluationStage[] = "final evaluation";
+// Where the evaluator reports it (under model_dir).
+constexpr char kFinalEvaluationFile[] = "eval/final_evaluation.json";
 
 // The trainers' JobRole over the coordinator (local in the chief, a stub elsewhere).
 class ClusterRole final : public JobRole {
@@ -152,13 +158,72 @@ class ClusterRole final : public JobRole {
   }
 
   absl::Status CompletionStage(const std::string& stage) override {
-    return local_ != nullptr ? local_->EnterCompletionStage(stage) : absl::OkStatus();
+    if (local_ == nullptr) return absl::OkStatus();
+    if (stage == kFinalEvaluationStage) {
+      // A report left by an earlier run of this model_dir must not pass for this one's.
+      ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(FinalEvaluationPath()));
+      absl::Status deleted = fs->DeleteFile(FinalEvaluationPath());
+      if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
+    }
+    return local_->EnterCompletionStage(stage);
+  }
+
+  bool HasEvaluator() const override {
+    if (local_ == nullptr) return false;
+    const std::vector<TaskStatus> tasks = local_->Tasks();
+    return tasks.back().registered && tasks.back().live;  // evaluator:0 comes last
+  }
+
+  absl::StatusOr<std::optional<RemoteEvaluation>> AwaitFinalEvaluation(
+      int64_t global_step) override {
+    if (!HasEvaluator()) return std::optional<RemoteEvaluation>();
+    LOG(INFO) << "chief: waiting for the evaluator's evaluation of the final checkpoint (global "
+                 "step "
+              << global_step << ")";
+    const std::string path = FinalEvaluationPath();
+    ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
+    const absl::Time deadline = absl::Now() + options_.completion_timeout;
+    while (true) {
+      if (absl::StatusOr<std::string> text = ReadFileToString(*fs, path); text.ok()) {
+        const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+        if (j.is_object() && j.value("global_step", int64_t{-1}) == global_step &&
+            j.contains("metrics") && j["metrics"].is_object()) {
+          RemoteEvaluation remote;
+          remote.global_step = global_step;
+          remote.examples = j.value("examples", int64_t{0});
+          remote.checkpoint = j.value("checkpoint", std::string());
+          for (const auto& [name, value] : j["metrics"].items()) {
+            if (value.is_number()) remote.metrics[name] = value.get<double>();
+          }
+          if (j.contains("exports") && j["exports"].is_array()) {
+            for (const nlohmann::json& e : j["exports"]) {
+              if (e.is_string()) remote.exports.push_back(e.get<std::string>());
+            }
+          }
+          return std::optional<RemoteEvaluation>(std::move(remote));
+        }
+      }
+      if (!HasEvaluator()) {
+        LOG(WARNING) << "chief: the evaluator is gone; evaluating the final checkpoint here";
+        return std::optional<RemoteEvaluation>();
+      }
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "the evaluator did not report its evaluation of the final checkpoint (global step ",
+            global_step, ") within ", absl::FormatDuration(options_.completion_timeout)));
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
   }
 
   int64_t JobExamples() const override { return job_examples_; }
   int64_t JobEpochsCompleted() const override { return job_epochs_; }
 
  private:
+  std::string FinalEvaluationPath() const {
+    return JoinPath(options_.job.run.model_dir, kFinalEvaluationFile);
+  }
+
   // The "data_tasks" the checkpoint's manifest keeps ("" when it has none: static input then).
   static absl::StatusOr<std::string> DataTaskState(const std::string& checkpoint) {
     ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(checkpoint));
@@ -677,6 +742,21 @@ absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
   }
 }
 
+// The evaluator's evaluation of the final checkpoint, for the chief: written in the completion's
+// final-evaluation stage, read by ClusterRole::AwaitFinalEvaluation.
+absl::Status ReportFinalEvaluation(FileSystem& fs, const std::string& model_dir,
+                                   const EvalResult& result,
+                                   const std::vector<std::string>& exports) {
+  nlohmann::json j = {{"global_step", result.global_step},
+                      {"examples", result.examples},
+                      {"metrics", result.metrics},
+                      {"checkpoint", result.checkpoint},
+                      {"exports", exports}};
+  LOG(INFO) << "evaluator: final evaluation at global step " << result.global_step
+            << " reported to the chief";
+  return WriteFileAtomically(fs, JoinPath(model_dir, kFinalEvaluationFile), j.dump(2) + "\n");
+}
+
 // The evaluator: evaluates every new checkpoint of model_dir (at most every eval.throttle_secs,
 // after eval.start_delay_secs) in its own process, with its own in-process copy of the model,
 // writing model_dir/eval (events, metrics.json) as the chief's evaluations do; evaluates the
@@ -702,6 +782,8 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
   const absl::Time start = absl::Now();
   absl::Time last_eval = absl::InfinitePast();
   std::string evaluated;  // the last checkpoint evaluated
+  std::optional<EvalResult> last_result;
+  bool final_reported = false;
   absl::Time last_ok = absl::Now();
   CompletionWatch completion(options);
   while (true) {
@@ -718,18 +800,37 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
     }
     const bool ended =
         state.ok() && (state->phase == JobPhase::kDone || state->phase == JobPhase::kFailed);
+    // The chief waits in its completion for this process's evaluation of the final checkpoint.
+    const bool final_stage = state.ok() && state->phase == JobPhase::kStopping &&
+                             state->completion_stage == kFinalEvaluationStage;
     absl::StatusOr<std::string> latest = LatestCheckpoint(*model_fs, model_dir);
     const bool due = absl::Now() - start >= absl::Seconds(options.job.eval.start_delay_secs) &&
                      absl::Now() - last_eval >= absl::Seconds(options.job.eval.throttle_secs);
-    if (latest.ok() && *latest != evaluated && (due || ended)) {
+    const bool report_final = final_stage && !final_reported;
+    if (latest.ok() && (*latest != evaluated || report_final) && (due || ended || final_stage)) {
       // The chief's checkpoint retention keeps what the evaluator announced it reads.
       RETURN_IF_ERROR(AnnounceReader(*model_fs, model_dir, "evaluator", *latest));
-      absl::StatusOr<EvalResult> evaluated_result = estimator->Evaluate(input, eval);
+      absl::Status done = [&]() -> absl::Status {
+        if (*latest != evaluated || !last_result.has_value()) {
+          ASSIGN_OR_RETURN(EvalResult result, estimator->Evaluate(input, eval));
+          LOG(INFO) << "evaluator: " << result.checkpoint << " at global step "
+                    << result.global_step << ": loss " << result.metrics["loss"];
+          evaluated = result.checkpoint;
+          last_result = std::move(result);
+        }
+        if (ended) return absl::OkStatus();  // the chief has exported
+        ASSIGN_OR_RETURN(std::vector<std::string> exports,
+                         RunExporters(*estimator, options.job.eval.exporters, *last_result,
+                                      /*final=*/report_final),
+                         "evaluator: exporters");
+        if (report_final) {
+          RETURN_IF_ERROR(ReportFinalEvaluation(*model_fs, model_dir, *last_result, exports));
+          final_reported = true;
+        }
+        return absl::OkStatus();
+      }();
       RETURN_IF_ERROR(WithdrawReader(*model_fs, model_dir, "evaluator"));
-      ASSIGN_OR_RETURN(EvalResult result, std::move(evaluated_result));
-      LOG(INFO) << "evaluator: " << result.checkpoint << " at global step " << result.global_step
-                << ": loss " << result.metrics["loss"];
-      evaluated = *latest;
+      RETURN_IF_ERROR(done);
       last_eval = absl::Now();
     }
     if (ended) {

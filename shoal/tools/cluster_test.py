@@ -357,6 +357,18 @@ def test_a_killed_chief_is_restarted_and_resumes_from_the_last_checkpoint(tmp_pa
     assert_finished_like_undisturbed(tmp_path, job, model_dir, out)
 
 
+def test_a_killed_evaluator_is_restarted_and_reports_the_final_evaluation(tmp_path):
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
+    model_dir = tmp_path / "m"
+    code, out = launch_and_kill(job, model_dir, "evaluator", "--max-restarts", "1", "--evaluator",
+                                *KILL_TEST_SETTINGS, "--set", "run.heartbeat_timeout_secs=3")
+    assert code == 0, out[-5000:]
+    assert "restarting evaluator:0 (restart 1 of 1)" in out, out[-5000:]
+    summary = json.loads((model_dir / "summary.json").read_text())
+    assert f"final evaluation at global step {summary['global_step']} reported" in out
+    assert_finished_like_undisturbed(tmp_path, job, model_dir, out)
+
+
 def cluster_env(ports, task_type, index, secret=SECRET):
     cluster = {"chief": [f"127.0.0.1:{ports[0]}"], "ps": [f"127.0.0.1:{ports[1]}"]}
     env = dict(os.environ, TF_CONFIG=json.dumps(
@@ -436,16 +448,27 @@ def test_launch_forwards_ctrl_c_and_everything_exits(tmp_path):
 
 
 def test_the_evaluator_evaluates_checkpoints_and_the_final_one(tmp_path):
+    """With an evaluator the chief does not evaluate: the evaluator evaluates the checkpoints as
+    they come, runs the exporters, and in the completion's final-evaluation stage evaluates the
+    final checkpoint and reports it (with its exports) to the chief for the summary."""
     job = write_job(tmp_path / "job", tmp_path / "model")
     out = run("launch", job.config, "--ps", "1", "--workers", "1", "--evaluator",
-              "--model-dir", str(tmp_path / "m"), "--set", "eval.throttle_secs=0")
+              "--model-dir", str(tmp_path / "m"), "--set", "eval.throttle_secs=0",
+              "--set", "input.train.split_bytes=1024", "--set", "input.train.num_epochs=150")
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
     summary = json.loads((tmp_path / "m" / "summary.json").read_text())
     evaluated = [line for line in out.stdout.splitlines()
-                 if line.startswith("[evaluator:0] ") and "evaluator: " in line]
-    assert evaluated, out.stdout[-3000:]
-    # Its last evaluation is the final checkpoint, with the chief's final metrics.
+                 if line.startswith("[evaluator:0] ") and "evaluator: " in line
+                 and "ckpt-" in line]
+    assert len(evaluated) >= 2, out.stdout[-3000:]
+    # Its last evaluation is the final checkpoint, whose metrics are the job's.
     assert f"ckpt-{summary['global_step']} at global step {summary['global_step']}" in evaluated[-1]
+    assert f"final evaluation at global step {summary['global_step']} reported" in out.stdout
     metrics = json.loads((tmp_path / "m" / "eval" / "metrics.json").read_text())
     assert metrics["global_step"] == summary["global_step"]
     assert metrics["metrics"]["loss"] == pytest.approx(summary["metrics"]["loss"], abs=1e-6)
+    # The chief evaluated nothing itself; the exports it reports are the evaluator's.
+    assert not re.search(r"\[chief:0\] .*Evaluation at global step", out.stdout), out.stdout[-3000:]
+    assert summary["export_path"].endswith(f"/export/final/{summary['global_step']}"), summary
+    assert os.path.exists(os.path.join(summary["export_path"], "export.json"))
+    assert f"[chief:0] exported: {summary['export_path']}" in out.stdout
