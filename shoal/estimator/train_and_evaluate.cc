@@ -153,6 +153,7 @@ absl::StatusOr<std::vector<std::string>> RunExporters(Estimator& estimator,
   Exporters run(estimator.file_systems(), estimator.config().run.model_dir, exporters);
   ASSIGN_OR_RETURN(auto written, run.Run(estimator, eval, final));
   std::vector<std::string> paths;
+  paths.reserve(written.size());
   for (const auto& [name, path] : written) paths.push_back(path);
   return paths;
 }
