@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -62,6 +63,36 @@ absl::Status WriteFileAtomically(FileSystem& fs, absl::string_view path,
   if (!status.ok()) {
     fs.DeleteFile(temp).IgnoreError();  // best effort; the temp may never have been created
     return AnnotateCat(status, "writing ", path, " atomically");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CopyFileAtomically(FileSystem& from, absl::string_view from_path, FileSystem& to,
+                                absl::string_view to_path) {
+  constexpr size_t kChunk = size_t{8} << 20;
+  const std::string temp = absl::StrCat(to_path, UniqueTempSuffix());
+  absl::Status status = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> source, from.NewRandomAccessFile(from_path));
+    ASSIGN_OR_RETURN(const uint64_t size, source->Size(), "reading ", from_path);
+    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, to.NewWritableFile(temp));
+    std::string buffer(kChunk, '\0');
+    for (uint64_t done = 0; done < size;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, size - done));
+      ASSIGN_OR_RETURN(absl::string_view got, source->Read(done, n, buffer.data()), "reading ",
+                       from_path);
+      if (got.empty()) {
+        return absl::DataLossError(absl::StrCat(from_path, " ended at byte ", done, " of ", size));
+      }
+      RETURN_IF_ERROR_CTX(file->Append(got), "writing ", temp);
+      done += got.size();
+    }
+    RETURN_IF_ERROR_CTX(file->Sync(), "syncing ", temp);
+    RETURN_IF_ERROR_CTX(file->Close(), "closing ", temp);
+    return to.RenameFile(temp, to_path);
+  }();
+  if (!status.ok()) {
+    to.DeleteFile(temp).IgnoreError();  // best effort
+    return AnnotateCat(status, "copying ", from_path, " to ", to_path);
   }
   return absl::OkStatus();
 }

@@ -25,4 +25,10 @@ namespace shoal {
 [[nodiscard]] absl::Status WriteFileAtomically(FileSystem& fs, absl::string_view path,
                                                absl::string_view contents);
 
+// Copies `from_path` of `from` to `to_path` of `to` atomically, streaming in chunks of about
+// 8 MiB (no size limit, bounded memory): a temporary file in the target directory, synced,
+// closed and renamed over `to_path`. On failure the temporary file is removed (best effort).
+[[nodiscard]] absl::Status CopyFileAtomically(FileSystem& from, absl::string_view from_path,
+                                              FileSystem& to, absl::string_view to_path);
+
 }  // namespace shoal

@@ -17,6 +17,9 @@
 #include "shoal/base/status.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/checkpoint/shard_writer.h"
+#include "shoal/io/file_util.h"
+#include "shoal/io/mem_file_system.h"
+#include "shoal/io/path.h"
 
 namespace shoal {
 namespace {
@@ -457,31 +460,44 @@ absl::Status ParameterServer::PushMany(absl::Span<const std::string> dense_names
 
 absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint_dir) {
   ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(checkpoint_dir));
-  // Exclusive: no update runs while the shard is written, so the file is one consistent cut.
-  MutexLock lock(&mu_);
-  if (state_ == nullptr) return Uninitialized();
-  ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
-                   ShardWriter::Create(*fs, checkpoint_dir, shard_, num_shards_));
-  for (const std::unique_ptr<DenseVar>& var : state_->dense) {
-    ReaderMutexLock var_lock(&var->mu);
-    const int num_slots = var->optimizer->num_slots();
-    const int64_t n = var->value.size();
-    std::vector<Tensor> slots;
-    slots.reserve(static_cast<size_t>(num_slots));
-    for (int k = 0; k < num_slots; ++k) {
-      Tensor slot(var->value.shape());
-      std::copy_n(var->slots.begin() + k * n, n, slot.data());
-      slots.push_back(std::move(slot));
+  // The shard file is first written to memory while updates wait (one consistent cut), then
+  // copied to `checkpoint_dir` while they run again: training pauses for a memory copy, not for
+  // the disk or HDFS write. The copy needs memory for one more shard file.
+  MemFileSystem snapshot_fs;
+  const std::string snapshot_dir = "mem://snapshot";
+  ShardFileInfo info;
+  {
+    MutexLock lock(&mu_);
+    if (state_ == nullptr) return Uninitialized();
+    ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
+                     ShardWriter::Create(snapshot_fs, snapshot_dir, shard_, num_shards_));
+    for (const std::unique_ptr<DenseVar>& var : state_->dense) {
+      ReaderMutexLock var_lock(&var->mu);
+      const int num_slots = var->optimizer->num_slots();
+      const int64_t n = var->value.size();
+      std::vector<Tensor> slots;
+      slots.reserve(static_cast<size_t>(num_slots));
+      for (int k = 0; k < num_slots; ++k) {
+        Tensor slot(var->value.shape());
+        std::copy_n(var->slots.begin() + k * n, n, slot.data());
+        slots.push_back(std::move(slot));
+      }
+      const std::string entry =
+          var->split ? DenseSliceEntryName(var->spec->name, var->begin, var->end) : var->spec->name;
+      RETURN_IF_ERROR(writer->AddDense(entry, var->value, slots, var->optimizer->slot_names()));
     }
-    const std::string entry =
-        var->split ? DenseSliceEntryName(var->spec->name, var->begin, var->end) : var->spec->name;
-    RETURN_IF_ERROR(writer->AddDense(entry, var->value, slots, var->optimizer->slot_names()));
+    for (const Table& t : state_->tables) {
+      RETURN_IF_ERROR(writer->AddTable(TablePartEntryName(t.spec->name, shard_, num_shards_),
+                                       *t.table, t.optimizer->slot_names()));
+    }
+    ASSIGN_OR_RETURN(info, writer->Finish());
   }
-  for (const Table& t : state_->tables) {
-    RETURN_IF_ERROR(writer->AddTable(TablePartEntryName(t.spec->name, shard_, num_shards_),
-                                     *t.table, t.optimizer->slot_names()));
-  }
-  return writer->Finish();
+  RETURN_IF_ERROR(fs->RecursivelyCreateDir(checkpoint_dir));
+  const std::string source = JoinPath(snapshot_dir, info.name);
+  const std::string target = JoinPath(checkpoint_dir, info.name);
+  RETURN_IF_ERROR_CTX(CopyFileAtomically(snapshot_fs, source, *fs, target), "writing shard ",
+                      shard_, " of ", num_shards_);
+  return info;
 }
 
 absl::Status ParameterServer::ReadDenseRows(const CheckpointReader& reader,

@@ -31,7 +31,8 @@
 //
 // Thread safety: thread-safe. A reader/writer lock orders the whole shard: Pull/Push/Lookup and
 // GetTableStats hold it shared (any number at once; a dense variable has its own lock, tables lock
-// their stripes), Save holds it exclusively so the file is one consistent cut, and
+// their stripes), Save holds it exclusively while it writes the shard file to memory (one
+// consistent cut; the copy to the checkpoint directory then runs beside updates), and
 // Initialize/Restore take it exclusively only to swap in a fully built state (a failed Restore
 // leaves the earlier state). The sync state has a lock of its own, taken after the shard lock:
 // sync pushes and commits hold the shard lock shared and the sync lock exclusively (so a version
