@@ -1,0 +1,83 @@
+// InputParser on its own: the request forms into rows of the signature's schema.
+#include "shoal/serving/input_parser.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace shoal {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+Signature CsvSignature() {
+  Signature s;
+  s.format = "csv";
+  s.label = "y";
+  s.inputs = {{"age", ValueType::kFloat, true, "30", true},
+              {"y", ValueType::kInt64, false, "", true},
+              {"tags", ValueType::kString, false, "", true},
+              {"n", ValueType::kInt64, false, "", true}};
+  return s;
+}
+
+TEST(InputParserTest, SchemaDropsTheLabel) {
+  InputParser parser = InputParser::Create(CsvSignature()).value();
+  ASSERT_EQ(parser.schema().columns.size(), 3u);
+  EXPECT_EQ(parser.schema().columns[1].name, "tags");
+  EXPECT_TRUE(parser.accepts_lines());
+}
+
+TEST(InputParserTest, LinesWithAndWithoutTheLabel) {
+  InputParser parser = InputParser::Create(CsvSignature()).value();
+  RawBatch batch(parser.schema());
+  const std::vector<absl::string_view> lines = {"41,1,\"a,b\",7", ",x,9"};
+  ASSERT_TRUE(parser.ParseLines(lines, &batch).ok());
+  ASSERT_EQ(batch.num_rows(), 2);
+  EXPECT_EQ(batch.column(0).floats()[0], 41.0f);
+  EXPECT_EQ(batch.column(0).floats()[1], 30.0f);  // the default of the empty field
+  EXPECT_EQ(batch.column(1).StringAt(0), "a,b");
+  EXPECT_EQ(batch.column(1).StringAt(1), "x");
+  EXPECT_EQ(batch.column(2).int64s()[1], 9);
+  absl::Status status = parser.ParseLines({"1,2,3,4,5"}, &batch);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("row 0: expected 3 fields, found 5"));
+}
+
+TEST(InputParserTest, InstancesTypesListsAndDefaults) {
+  InputParser parser = InputParser::Create(CsvSignature()).value();
+  RawBatch batch(parser.schema());
+  json instances =
+      json::parse(R"([{"age": 2.5, "tags": ["p", "q"], "n": 3, "y": 0}, {"tags": 17, "n": null}])");
+  ASSERT_TRUE(parser.ParseInstances(instances, &batch).ok());
+  ASSERT_EQ(batch.num_rows(), 2);
+  EXPECT_EQ(batch.column(0).floats()[0], 2.5f);
+  EXPECT_EQ(batch.column(0).floats()[1], 30.0f);
+  EXPECT_EQ(batch.column(1).RowSize(0), 2);
+  EXPECT_EQ(batch.column(1).StringAt(2), "17");
+  EXPECT_EQ(batch.column(2).RowSize(1), 0);
+
+  RawBatch bad(parser.schema());
+  absl::Status status = parser.ParseInstances(json::parse(R"([{"n": 1.5}])"), &bad);
+  EXPECT_THAT(status.message(), HasSubstr("row 0: column 'n': expected an integer, got 1.5"));
+  EXPECT_EQ(bad.num_rows(), 0);
+  EXPECT_EQ(bad.column(0).num_rows(), 0);  // the half-added row was rolled back
+  status = parser.ParseInstances(json::parse(R"([{"n": [[1]]}])"), &bad);
+  EXPECT_THAT(status.message(), HasSubstr("a list may hold only numbers or strings"));
+  status = parser.ParseInstances(json::parse(R"({"n": 1})"), &bad);
+  EXPECT_THAT(status.message(), HasSubstr("must be a list"));
+  status = parser.ParseInstances(json::parse(R"([3])"), &bad);
+  EXPECT_THAT(status.message(), HasSubstr("row 0: an instance must be an object"));
+}
+
+TEST(InputParserTest, TfRecordModelsTakeNoLines) {
+  Signature s = CsvSignature();
+  s.format = "tfrecord";
+  InputParser parser = InputParser::Create(s).value();
+  EXPECT_FALSE(parser.accepts_lines());
+  RawBatch batch(parser.schema());
+  EXPECT_THAT(parser.ParseLines({"1,2"}, &batch).message(), HasSubstr("no text lines"));
+}
+
+}  // namespace
+}  // namespace shoal
