@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Bind(const RestApi* api,
     Answer(ErrorResponse(res.status, message), res);
   });
   http.set_exception_handler(
-      [](const httplib::Request& /*req*/, httplib::Response& res, std::exception_ptr /*e*/) {
+      [](const httplib::Request& /*req*/, httplib::Response& res, const std::exception_ptr& /*e*/) {
         Answer(ErrorResponse(500, "internal error while handling the request"), res);
       });
   if (options.port == 0) {

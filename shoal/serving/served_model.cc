@@ -29,13 +29,12 @@ absl::StatusOr<std::vector<ExportVersion>> CompleteVersions(FileSystems& fs,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Start(FileSystems& fs, std::string path,
-                                                                ServedModelOptions options) {
+                                                                const ServedModelOptions& options) {
   ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(path));
   ASSIGN_OR_RETURN(const bool is_export, IsExportDir(*file_system, path));
   ASSIGN_OR_RETURN(const bool exists, file_system->FileExists(path));
   if (!exists) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
-  std::unique_ptr<ServedModel> model(
-      new ServedModel(fs, std::move(path), std::move(options), !is_export));
+  std::unique_ptr<ServedModel> model(new ServedModel(fs, std::move(path), options, !is_export));
   if (is_export) {
     ASSIGN_OR_RETURN(std::shared_ptr<const Predictor> predictor,
                      Predictor::Load(fs, model->path_, model->options_.predictor));

@@ -50,7 +50,7 @@ struct VersionStatus {
 class ServedModel {
  public:
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ServedModel>> Start(
-      FileSystems& fs, std::string path, ServedModelOptions options = {});
+      FileSystems& fs, std::string path, const ServedModelOptions& options = {});
   ~ServedModel();  // stops the watcher
   ServedModel(const ServedModel&) = delete;
   ServedModel& operator=(const ServedModel&) = delete;
@@ -68,8 +68,8 @@ class ServedModel {
   const std::string& path() const { return path_; }
 
  private:
-  ServedModel(FileSystems& fs, std::string path, ServedModelOptions options, bool is_base)
-      : fs_(fs), path_(std::move(path)), options_(std::move(options)), is_base_(is_base) {}
+  ServedModel(FileSystems& fs, std::string path, const ServedModelOptions& options, bool is_base)
+      : fs_(fs), path_(std::move(path)), options_(options), is_base_(is_base) {}
   void Watch();
 
   FileSystems& fs_;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <memory>
 #include <thread>
 
@@ -57,17 +58,21 @@ absl::Status RunServeCommand(const ServeCommandOptions& options, std::ostream& o
             << (model->watching() ? absl::StrCat("; watching ", options.path, " for new versions")
                                   : std::string());
 
-  std::thread stopper([&server, signals] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    LOG(INFO) << "Signal " << signal << ": stopping the server";
-    server->Stop();
+  // Waits for SIGINT/SIGTERM in slices, so that it also ends when the server fails by itself.
+  std::atomic<bool> done{false};
+  std::thread stopper([&server, &done, signals] {
+    const timespec slice = {0, 200'000'000};
+    while (!done.load()) {
+      const int signal = sigtimedwait(&signals, nullptr, &slice);
+      if (signal > 0) {
+        LOG(INFO) << "Signal " << signal << ": stopping the server";
+        server->Stop();
+        return;
+      }
+    }
   });
   absl::Status served = server->Serve();
-  if (!served.ok()) {
-    // The stopper still waits for a signal: send it one so it can be joined.
-    pthread_kill(stopper.native_handle(), SIGTERM);
-  }
+  done.store(true);
   stopper.join();
   LOG(INFO) << "Server stopped";
   return served;
