@@ -156,7 +156,8 @@ def test_train_on_hdfs_reaches_the_target_and_reports_hdfs_paths(trained):
     assert summary["checkpoint"] == f"{trained.model_dir}/ckpt-{final_step}"
     assert summary["metrics"]["accuracy"] > 0.75, summary["metrics"]
     # export/final/<version>: unix seconds of the export.
-    assert re.fullmatch(rf"{re.escape(trained.model_dir)}/export/final/\d+", summary["export_path"])
+    assert re.fullmatch(rf"{re.escape(trained.model_dir)}/export/final/\d+",
+                        summary["export_path"]), summary["export_path"]
     assert printed_metrics(trained.train.stdout) == {
         name: f"{value:.4f}" for name, value in summary["metrics"].items()}
     assert 0 < summary["examples"] <= rows * EPOCHS
