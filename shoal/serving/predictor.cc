@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
 #include "shoal/export/export_dir.h"
@@ -35,6 +36,7 @@ absl::StatusOr<std::unique_ptr<Predictor>> Predictor::Load(FileSystems& fs,
   std::unique_ptr<Predictor> predictor(new Predictor(std::string(export_dir), std::move(meta),
                                                      std::move(parser), std::move(features)));
   Predictor& p = *predictor;
+  if (!absl::SimpleAtoi(Basename(export_dir), &p.version_)) p.version_ = p.meta_.created_unix_secs;
   p.job_ = std::move(job);
   const ModelRegistry& models = options.models != nullptr ? *options.models : GlobalModelRegistry();
   ASSIGN_OR_RETURN(const ModelFn* model_fn, models.Find(p.meta_.model_type), where, ": model type");

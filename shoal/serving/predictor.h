@@ -62,7 +62,9 @@ class Predictor {
 
   const std::string& dir() const { return dir_; }
   const ExportMeta& meta() const { return meta_; }
-  int64_t version() const { return meta_.created_unix_secs; }
+  // The version: the directory's name when it is a number (BASE/<version>, as servers number
+  // versions, even for a copy renamed), else export.json's created_unix_secs.
+  int64_t version() const { return version_; }
   int64_t global_step() const { return meta_.global_step; }
   const InputParser& input_parser() const { return parser_; }
   // Embedding rows and dense floats held (for logs and `shoal inspect`).
@@ -89,6 +91,7 @@ class Predictor {
   const ExportMeta meta_;
   const InputParser parser_;
   const FeatureSet features_;
+  int64_t version_ = 0;
   JobConfig job_;
   ModelFn model_fn_;
   FeatureLayout layout_;

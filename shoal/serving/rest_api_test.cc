@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -171,7 +172,16 @@ TEST_F(RestApiTest, NewerVersionsAreSwappedInAndBrokenOnesSkipped) {
   EXPECT_EQ(versions[1].state, "AVAILABLE");
   EXPECT_FALSE(model->Poll().value());  // not retried
 
+  // A good version copied under a newer number is served once, under that number (no reload loop).
+  const int64_t copied = std::stoll(std::string(Basename(third))) + 50;
+  std::filesystem::copy(second, JoinPath(base_, absl::StrCat(copied)),
+                        std::filesystem::copy_options::recursive);
+  EXPECT_TRUE(model->Poll().value());
+  EXPECT_EQ(model->Current()->version(), copied);
+  EXPECT_FALSE(model->Poll().value());
+
   // Starting on the base now skips the broken newest version.
+  std::filesystem::remove_all(JoinPath(base_, absl::StrCat(copied)));
   auto restarted = ServedModel::Start(fs_, base_, {.poll_interval = absl::ZeroDuration()}).value();
   EXPECT_EQ(restarted->Current()->dir(), second);
   EXPECT_EQ(ServedModel::Start(fs_, dir_).status().code(), absl::StatusCode::kNotFound);

@@ -14,9 +14,10 @@
 //     ...
 //   checksums: OK
 //
-// Errors: ReadExport's, after printing what could be read: DATA_LOSS naming the file whose size
-// or checksum is wrong ("checksums: FAILED" is printed first), INVALID_ARGUMENT for another
-// format or version, NOT_FOUND for a directory that is not an export.
+// Errors: ReadExport's, after printing what export.json says (weights that cannot be read are
+// shown as unreadable): DATA_LOSS naming the file whose size or checksum is wrong ("checksums:
+// FAILED" is printed first), INVALID_ARGUMENT for another format or version, NOT_FOUND for a
+// directory that is not an export.
 // Thread-safe as the file system is.
 #pragma once
 

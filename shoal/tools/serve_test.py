@@ -20,7 +20,7 @@ import urllib.request
 
 import pytest
 
-from job_cli_test import EVAL_BATCH_SIZE, write_job
+from job_cli_test import EVAL_BATCH_SIZE, FINAL_STEP, write_job
 
 NAME = "ctr"
 
@@ -277,3 +277,24 @@ def test_tf_example_instances_and_sigterm(trained, serve):
     assert body["predictions"] == server.predict(
         {"instances": [{"x1": 0.5, "color": "red"}]})[1]["predictions"]
     assert server.stop() == 0
+
+
+def test_inspect_shows_an_export_and_its_checksums(shoal_bin, trained, tmp_path):
+    base = export_base(trained)
+    version = [name for name in os.listdir(base) if name.isdigit()][0]
+    out = run(shoal_bin, "inspect", os.path.join(base, version))
+    assert f"version: {version} (format shoal-export 2), global step {FINAL_STEP}\n" in out
+    assert "model: wide_deep, head binary\n" in out
+    assert "inputs (csv, label 'label'): x1 float, x2 float, color string, city string\n" in out
+    assert "outputs: logits [1], logistic [1], class_ids [1]\n" in out
+    assert "no optimizer slots\n" in out
+    assert out.endswith("checksums: OK\n")
+    assert f"  {version}  global step {FINAL_STEP}\n" in run(shoal_bin, "inspect", base)
+
+    broken = shutil.copytree(os.path.join(base, version), tmp_path / "broken")
+    with open(broken / "config.yaml", "a") as f:
+        f.write("# edited\n")
+    result = subprocess.run([shoal_bin, "inspect", str(broken)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stdout.endswith("checksums: FAILED\n")
+    assert "config.yaml: size is" in result.stderr
