@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -549,6 +550,46 @@ TEST_F(EstimatorTest, HooksRunInOrderAndCanStopTraining) {
   EXPECT_EQ(result.stop_reason, "stop at step 2");
   EXPECT_THAT(recorder.calls,
               ElementsAre("begin", "session@0", "before", "after@1", "before", "after@2", "end"));
+}
+
+// Fails the step after `step`: what was trained stays in memory, unsaved.
+class FailAfterStepHook final : public SessionRunHook {
+ public:
+  explicit FailAfterStepHook(int64_t step) : step_(step) {}
+  absl::Status AfterRun(RunContext& c) override {
+    return c.global_step >= step_ ? absl::AbortedError("injected") : absl::OkStatus();
+  }
+
+ private:
+  int64_t step_;
+};
+
+TEST_F(EstimatorTest, ExportOfAnUnsavedModelJoinsTheShardsWithoutSlots) {
+  auto estimator = Make("wide_deep", dir_, /*shards=*/2);
+  FailAfterStepHook fail(5);
+  ASSERT_FALSE(estimator->Train(Input(train_, 50, 1), {.hooks = {&fail}}).ok());
+  FileSystem& fs = **fs_.For(dir_);
+  EXPECT_FALSE(LatestCheckpoint(fs, dir_).ok());  // nothing was saved
+  ASSERT_OK_AND_ASSIGN(path, estimator->Export(JoinPath(dir_, "export")));
+  ASSERT_OK_AND_ASSIGN(meta, ReadExport(fs, path));
+  EXPECT_EQ(meta.global_step, 5);
+  EXPECT_FALSE(fs.FileExists(JoinPath(path, ".staging")).value());  // the temporary checkpoint
+  ASSERT_OK_AND_ASSIGN(variables, LatestCheckpoint(fs, JoinPath(path, "variables")));
+  ASSERT_OK_AND_ASSIGN(reader, CheckpointReader::Open(fs, variables));
+  EXPECT_EQ(reader->manifest().num_shards, 1);
+  std::set<std::string> names;
+  for (const EntryInfo& entry : reader->ListEntries()) {
+    EXPECT_TRUE(entry.slot_names.empty()) << entry.name;
+    names.insert(entry.name);
+  }
+  for (const DenseVariableSpec& v : estimator->model_spec().dense)
+    EXPECT_TRUE(names.contains(v.name));
+  for (const TableSpec& t : estimator->model_spec().tables) EXPECT_TRUE(names.contains(t.name));
+  EXPECT_EQ(names.size(),
+            estimator->model_spec().dense.size() + estimator->model_spec().tables.size());
+  // A second export of the same step is a new, later version.
+  ASSERT_OK_AND_ASSIGN(again, estimator->Export(JoinPath(dir_, "export")));
+  EXPECT_GT(std::stoll(std::string(Basename(again))), std::stoll(std::string(Basename(path))));
 }
 
 TEST_F(EstimatorTest, NanLossFailsNamingTheStep) {
