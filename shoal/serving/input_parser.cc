@@ -55,6 +55,10 @@ absl::Status AddScalar(const ColumnSpec& spec, const json& v, RawColumn* column)
       if (!v.is_number()) {
         return absl::InvalidArgumentError(absl::StrCat("expected a number, got ", Shown(v)));
       }
+      // As the CSV parser: a value beyond float's range is an error, not infinity.
+      if (std::fabs(v.get<double>()) > std::numeric_limits<float>::max()) {
+        return absl::InvalidArgumentError(absl::StrCat(Shown(v), " is out of the float range"));
+      }
       column->AddFloat(static_cast<float>(v.get<double>()));
       return absl::OkStatus();
     case ValueType::kInt64:

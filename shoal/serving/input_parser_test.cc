@@ -62,6 +62,10 @@ TEST(InputParserTest, InstancesTypesListsAndDefaults) {
   EXPECT_THAT(status.message(), HasSubstr("row 0: column 'n': expected an integer, got 1.5"));
   EXPECT_EQ(bad.num_rows(), 0);
   EXPECT_EQ(bad.column(0).num_rows(), 0);  // the half-added row was rolled back
+  status = parser.ParseInstances(json::parse(R"([{"age": 1e300}])"), &bad);
+  EXPECT_THAT(status.message(), HasSubstr("row 0: column 'age': 1e+300 is out of the float range"));
+  status = parser.ParseInstances(json::parse(R"([{"n": 9223372036854775808}])"), &bad);
+  EXPECT_THAT(status.message(), HasSubstr("out of the int64 range"));
   status = parser.ParseInstances(json::parse(R"([{"n": [[1]]}])"), &bad);
   EXPECT_THAT(status.message(), HasSubstr("a list may hold only numbers or strings"));
   status = parser.ParseInstances(json::parse(R"({"n": 1})"), &bad);
