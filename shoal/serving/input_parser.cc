@@ -1,5 +1,6 @@
 #include "shoal/serving/input_parser.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -117,6 +118,9 @@ absl::StatusOr<InputParser> InputParser::Create(const Signature& signature) {
     parser.num_fields_ = static_cast<int>(full.columns.size());
   } else if (format == "criteo") {
     ASSIGN_OR_RETURN(parser.line_parser_, CriteoParser::Create());
+    // Criteo's test files have no label field: 39 fields instead of 40.
+    ASSIGN_OR_RETURN(parser.unlabelled_line_parser_, CriteoParser::Create({.has_label = false}));
+    parser.num_fields_ = static_cast<int>(parser.line_parser_->schema().columns.size());
   } else if (format == "libsvm") {
     parser.line_parser_ = std::make_shared<LibsvmParser>();
   }
@@ -158,11 +162,17 @@ absl::Status InputParser::ParseLines(absl::Span<const absl::string_view> lines,
   for (size_t i = 0; i < lines.size(); ++i) {
     const int64_t row = static_cast<int64_t>(i);
     if (unlabelled_line_parser_ != nullptr) {
-      // A CSV line has every column of the training schema, or every column but the label.
-      absl::StatusOr<std::vector<std::string>> fields =
-          SplitCsvLine(lines[i], signature_.delimiter);
-      if (!fields.ok()) return RowError(row, "", fields.status().message());
-      if (static_cast<int>(fields->size()) != num_fields_) {
+      // A line has every column of the training schema, or every column but the label.
+      int fields = 0;
+      if (signature_.format == "criteo") {
+        fields = static_cast<int>(std::count(lines[i].begin(), lines[i].end(), '\t')) + 1;
+      } else {
+        absl::StatusOr<std::vector<std::string>> split =
+            SplitCsvLine(lines[i], signature_.delimiter);
+        if (!split.ok()) return RowError(row, "", split.status().message());
+        fields = static_cast<int>(split->size());
+      }
+      if (fields != num_fields_) {
         absl::Status parsed = unlabelled_line_parser_->Parse(lines[i], batch);
         if (!parsed.ok()) {
           return RowError(row, "",

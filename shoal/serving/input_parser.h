@@ -7,9 +7,9 @@
 //   RETURN_IF_ERROR(parser.ParseInstances(json["instances"], &batch));
 //
 // The schema is the signature's inputs without the label column. Forms:
-//   text lines      the training input's format: CSV/TSV lines with every column of the training
-//                   schema, or every column but the label; Criteo and libsvm lines as in training
-//                   (their label field included). Not for tfrecord or fashion_mnist models.
+//   text lines      the training input's format: CSV/TSV and Criteo lines with every column of
+//                   the training schema, or every column but the label; libsvm lines as in
+//                   training (label included). Not for tfrecord or fashion_mnist models.
 //   instances       a JSON list, one element per row: an object {"column": value, ...}, or
 //                   {"b64": "<base64 of a serialized tf.train.Example>"}. A value is a number
 //                   (float and int64 columns; int64 needs an integer), a string (string columns;
@@ -79,8 +79,9 @@ class InputParser {
   Schema schema_;                                    // without the label
   absl::flat_hash_map<std::string, int> index_;      // schema column by name
   std::shared_ptr<const RecordParser> line_parser_;  // the training format's (with label)
-  std::shared_ptr<const RecordParser> unlabelled_line_parser_;  // csv/tsv without the label column
-  Schema line_schema_;                                          // line_parser_'s schema
+  // csv/tsv/criteo lines without the label column (told apart by their number of fields)
+  std::shared_ptr<const RecordParser> unlabelled_line_parser_;
+  Schema line_schema_;         // line_parser_'s schema
   int line_label_index_ = -1;  // the label's column in line_schema_
   int num_fields_ = 0;         // csv/tsv: fields of a labelled line
   std::shared_ptr<const ExampleParser> example_parser_;

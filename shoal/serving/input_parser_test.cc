@@ -3,6 +3,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/data/criteo_parser.h"
 
 namespace shoal {
 namespace {
@@ -72,6 +73,30 @@ TEST(InputParserTest, InstancesTypesListsAndDefaults) {
   EXPECT_THAT(status.message(), HasSubstr("must be a list"));
   status = parser.ParseInstances(json::parse(R"([3])"), &bad);
   EXPECT_THAT(status.message(), HasSubstr("row 0: an instance must be an object"));
+}
+
+TEST(InputParserTest, CriteoLinesWithAndWithoutTheLabel) {
+  Signature s;
+  s.format = "criteo";
+  s.label = "label";
+  for (const ColumnSpec& c : CriteoSchema().columns) s.inputs.push_back({c.name, c.type});
+  InputParser parser = InputParser::Create(s).value();
+  ASSERT_EQ(parser.schema().columns.size(), 39u);
+  std::string unlabelled = "5";
+  for (int i = 1; i < 13; ++i) unlabelled += "\t";
+  for (int i = 0; i < 26; ++i) unlabelled += "\t" + std::string(i == 0 ? "68fd1e64" : "");
+  const std::string labelled = "1\t" + unlabelled;
+  RawBatch batch(parser.schema());
+  const std::vector<absl::string_view> lines = {labelled, unlabelled};
+  absl::Status parsed = parser.ParseLines(lines, &batch);
+  ASSERT_TRUE(parsed.ok()) << parsed;
+  ASSERT_EQ(batch.num_rows(), 2);
+  for (int c = 0; c < batch.num_columns(); ++c) {
+    SCOPED_TRACE(parser.schema().columns[c].name);
+    EXPECT_EQ(batch.column(c).RowSize(0), batch.column(c).RowSize(1));
+  }
+  EXPECT_EQ(batch.column(0).floats()[1], 5.0f);  // I1 of the line without a label
+  EXPECT_EQ(batch.column(13).RowSize(1), 1);     // C1
 }
 
 TEST(InputParserTest, TfRecordModelsTakeNoLines) {
