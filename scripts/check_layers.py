@@ -3,8 +3,9 @@
 
 The layer order is design section 5 (docs/architecture.md). Each folder under shoal/ is a layer and
 may include only itself and the layers listed for it here; CMake DEPS must agree. Also enforced:
-  - gRPC headers only under shoal/rpc/grpc/
+  - gRPC headers only under shoal/rpc/grpc/, and never in shoal/serving/
   - the HTTP client (curl) only under shoal/io/hdfs/
+  - the HTTP server (cpp-httplib) only under shoal/serving/ (and the CLI; tests may fake servers)
   - getenv only in shoal/launch/ and shoal/tools/
 Usage: check_layers.py REPO_ROOT      (exit 1 and a list of violations on failure)
 """
@@ -28,11 +29,13 @@ ALLOWED = {
     "coordinator": {"base", "io", "tensor", "data", "optim", "embedding", "checkpoint", "rpc"},
     "ps": {"base", "io", "tensor", "optim", "embedding", "checkpoint", "rpc"},
     "worker": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc"},
-    "estimator": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint",
-                  "rpc", "coordinator", "ps", "worker", "summary"},
     "export": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint"},
+    "estimator": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint",
+                  "export", "rpc", "coordinator", "ps", "worker", "summary"},
+    # Serving runs the model code of the estimator layer on an export's weights: never a parameter
+    # server, a coordinator or the gRPC transport (checked below).
     "serving": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint",
-                "export"},
+                "export", "rpc", "worker", "estimator"},
     "launch": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc",
                "coordinator", "ps", "worker", "estimator", "export", "serving", "summary"},
     "tools": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc",
@@ -70,6 +73,12 @@ def check(root: pathlib.Path) -> list[str]:
                     errors.append(f"{where}: gRPC headers belong only under shoal/rpc/grpc/")
                 if header.startswith("curl/") and not sub.startswith("io/hdfs"):
                     errors.append(f"{where}: the HTTP client belongs only under shoal/io/hdfs/")
+                if layer == "serving" and header.startswith("shoal/rpc/grpc/"):
+                    errors.append(f"{where}: serving never uses the gRPC transport")
+                if (header == "httplib.h" and layer not in ("serving", "tools")
+                        and not path.name.endswith("_test.cc")):
+                    errors.append(f"{where}: the HTTP server (httplib.h) belongs only under "
+                                  "shoal/serving/")
             code = line.split("//", 1)[0]
             if GETENV.search(code) and layer not in ("launch", "tools"):
                 errors.append(f"{where}: getenv is only for shoal/launch/ and shoal/tools/")

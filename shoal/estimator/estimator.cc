@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -16,6 +17,8 @@
 #include "shoal/base/status.h"
 #include "shoal/checkpoint/checkpoint.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
+#include "shoal/export/export_dir.h"
+#include "shoal/export/inference_checkpoint.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
 #include "shoal/nn/metrics.h"
@@ -59,6 +62,15 @@ absl::Status Check(const EstimatorConfig& config) {
     return absl::InvalidArgumentError("EstimatorConfig: sync_wait_timeout must be > 0");
   }
   return absl::OkStatus();
+}
+
+// The version number of export directory BASE/<version>.
+absl::StatusOr<int64_t> ExportVersionOf(absl::string_view dir) {
+  int64_t version = 0;
+  if (!absl::SimpleAtoi(Basename(dir), &version)) {
+    return absl::InternalError(absl::StrCat("export directory ", dir, " is not BASE/<version>"));
+  }
+  return version;
 }
 
 double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
@@ -669,32 +681,112 @@ absl::Status Estimator::Predict(const InputFn& input, const PredictOptions& opti
   return RunHooks(options.hooks, &SessionRunHook::End, context);
 }
 
+absl::StatusOr<Signature> Estimator::ExportSignature() {
+  Signature signature = config_.export_signature;
+  signature.outputs.clear();
+  // A PREDICT pass over one example without ids: the outputs' names and per-example shapes.
+  const FeatureLayout& layout = config_.layout;
+  FeatureBatch batch;
+  batch.batch_size = 1;
+  batch.dense = Tensor(Shape{1, layout.dense_width()});
+  batch.dense_names = layout.dense_names;
+  batch.dense_widths = layout.dense_widths;
+  batch.sparse = layout.sparse;
+  for (SparseFeature& f : batch.sparse) {
+    f.ids.clear();
+    f.weights.clear();
+    f.offsets.assign(2, 0);
+  }
+  ModelContext& ctx = *context_;
+  absl::Status status = [&]() -> absl::Status {
+    RETURN_IF_ERROR(ctx.BeginStep(batch, Mode::kPredict, global_step_, client_.get()));
+    Tensor no_labels;
+    absl::StatusOr<EstimatorSpec> spec =
+        config_.model_fn(ctx, no_labels, Mode::kPredict, config_.params);
+    RETURN_IF_ERROR(ctx.status());
+    RETURN_IF_ERROR(spec.status());
+    RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kPredict, 1));
+    for (const auto& [name, value] : spec->predictions) {
+      SignatureOutput output{name, {}};
+      const Shape& shape = value->value.shape();
+      output.shape.assign(shape.begin() + 1, shape.end());
+      if (output.shape.empty()) output.shape.push_back(1);
+      signature.outputs.push_back(std::move(output));
+    }
+    return absl::OkStatus();
+  }();
+  ctx.EndStep();
+  RETURN_IF_ERROR_CTX(status, "finding the model's outputs for the export signature");
+  return signature;
+}
+
+absl::Status Estimator::WriteExport(FileSystem& fs, const std::string& dir,
+                                    const Signature& signature) {
+  // The values come from the checkpoint the parameter servers hold, or from a temporary one
+  // when the model in memory is newer than any checkpoint.
+  const std::string staging = JoinPath(dir, ".staging");
+  std::string source = loaded_checkpoint_;
+  FileSystem* source_fs = nullptr;
+  if (saved_step_ == global_step_ && !source.empty()) {
+    ASSIGN_OR_RETURN(source_fs, fs_.For(source));
+  } else {
+    nlohmann::json extra = {{"writer", "shoal export (staging)"}};
+    ASSIGN_OR_RETURN(source, client_->Save(fs, staging, global_step_, extra.dump()),
+                     "exporting the variables");
+    source_fs = &fs;
+  }
+  std::vector<InferenceVariable> variables;
+  for (const DenseVariableSpec& v : spec_.dense) variables.push_back({v.name, v.shape});
+  std::vector<InferenceTable> tables;
+  for (const TableSpec& t : spec_.tables) tables.push_back({t.name, t.dim});
+  {
+    ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(*source_fs, source));
+    nlohmann::json extra = {{"writer", "shoal export"}, {"source", source}};
+    RETURN_IF_ERROR_CTX(
+        WriteInferenceCheckpoint(fs, *reader, variables, tables,
+                                 JoinPath(dir, export_format::kVariablesDir), extra.dump())
+            .status(),
+        "exporting the variables of ", source);
+  }
+  ASSIGN_OR_RETURN(bool staged, fs.FileExists(staging));
+  if (staged) RETURN_IF_ERROR(fs.DeleteRecursively(staging));
+  if (!config_.export_config_yaml.empty()) {
+    RETURN_IF_ERROR(WriteFileAtomically(fs, JoinPath(dir, export_format::kConfigName),
+                                        config_.export_config_yaml));
+  }
+  for (const auto& [relative, from] : config_.export_assets) {
+    ASSIGN_OR_RETURN(FileSystem * from_fs, fs_.For(from));
+    ASSIGN_OR_RETURN(std::string content, ReadFileToString(*from_fs, from), "copying asset ", from);
+    const std::string to = JoinPath(dir, relative);
+    RETURN_IF_ERROR(fs.RecursivelyCreateDir(Dirname(to)));
+    RETURN_IF_ERROR(WriteStringToFile(fs, to, content));
+  }
+  ExportMeta meta;
+  meta.global_step = global_step_;
+  ASSIGN_OR_RETURN(const int64_t version, ExportVersionOf(dir));
+  meta.created_unix_secs = version;
+  meta.model_type = config_.params.type;
+  meta.head = config_.params.head;
+  meta.num_classes = config_.params.num_classes;
+  meta.config = config_.export_config_yaml.empty() ? "" : export_format::kConfigName;
+  meta.signature = signature;
+  // export.json last: a directory with it is complete.
+  return CommitExport(fs, dir, std::move(meta));
+}
+
 absl::StatusOr<std::string> Estimator::Export(absl::string_view export_dir_base) {
   RETURN_IF_ERROR(LoadLatest(/*allow_fresh=*/false));
-  const std::string dir = JoinPath(export_dir_base, absl::StrCat(global_step_));
-  ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(dir));
+  ASSIGN_OR_RETURN(const Signature signature, ExportSignature());
+  ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(export_dir_base));
   FileSystem& fs = *fs_ptr;
-  ASSIGN_OR_RETURN(bool exists, fs.FileExists(dir));
-  if (exists) RETURN_IF_ERROR(fs.DeleteRecursively(dir));
-  RETURN_IF_ERROR(fs.RecursivelyCreateDir(dir));
-  const std::string variables = JoinPath(dir, "variables");
-  nlohmann::json extra = {{"writer", "shoal export"}};
-  RETURN_IF_ERROR_CTX(client_->Save(fs, variables, global_step_, extra.dump()).status(),
-                      "exporting the variables");
-  if (!config_.export_config_yaml.empty()) {
-    RETURN_IF_ERROR(
-        WriteFileAtomically(fs, JoinPath(dir, "config.yaml"), config_.export_config_yaml));
+  ASSIGN_OR_RETURN(const std::string dir,
+                   NewExportDir(fs, export_dir_base, absl::ToUnixSeconds(absl::Now())),
+                   "exporting to ", export_dir_base);
+  absl::Status written = WriteExport(fs, dir, signature);
+  if (!written.ok()) {
+    fs.DeleteRecursively(dir).IgnoreError();  // best effort: no half-written version stays
+    return AnnotateCat(written, "exporting to ", dir);
   }
-  nlohmann::json meta = {{"format", "shoal-export"},
-                         {"format_version", 1},
-                         {"global_step", global_step_},
-                         {"model_type", config_.params.type},
-                         {"head", config_.params.head},
-                         {"num_classes", config_.params.num_classes},
-                         {"variables", "variables"},
-                         {"config", config_.export_config_yaml.empty() ? "" : "config.yaml"}};
-  // export.json last: a directory with it is complete.
-  RETURN_IF_ERROR(WriteFileAtomically(fs, JoinPath(dir, "export.json"), meta.dump(2) + "\n"));
   LOG(INFO) << "Exported global step " << global_step_ << " to " << dir;
   return dir;
 }

@@ -32,7 +32,7 @@
 //
 // Files in model_dir: ckpt-N/ and `checkpoint` (checkpoint.h); TensorBoard events (train) in
 // model_dir and (eval) in model_dir/eval; eval/metrics.json after each evaluation;
-// export/<name>/<global_step>/ from exporters. summary.json is written by TrainAndEvaluate.
+// export/<name>/<version>/ from exporters. summary.json is written by TrainAndEvaluate.
 // docs/estimator.md describes them all with their stable keys.
 //
 // Thread safety: one Estimator is used by one thread.
@@ -54,6 +54,7 @@
 #include "shoal/estimator/job_config.h"
 #include "shoal/estimator/job_role.h"
 #include "shoal/estimator/model_fn.h"
+#include "shoal/export/export_format.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/summary/event_writer.h"
 
@@ -99,6 +100,12 @@ struct EstimatorConfig {
   JobRole* role = nullptr;
   // Written into every export as config.yaml (the CLI passes the job config); may be empty.
   std::string export_config_yaml;
+  // The signature's inputs (the training input's schema, format and label) of every export; its
+  // outputs are found by Export. EstimatorConfigFromJob fills it; empty without a job config.
+  Signature export_signature;
+  // Files the feature columns read (vocabularies), copied into every export: export-relative
+  // path (assets/...) -> source path. export_config_yaml names them by the relative path.
+  std::vector<std::pair<std::string, std::string>> export_assets;
   // Sync training: how long a step (or a checkpoint) waits for the other trainers' commits of the
   // version before it fails with DEADLINE_EXCEEDED. Generous: the chief may be evaluating.
   absl::Duration sync_wait_timeout = absl::Minutes(30);
@@ -162,7 +169,9 @@ class Estimator {
   // Calls `sink` once per batch; its error stops the run.
   [[nodiscard]] absl::Status Predict(const InputFn& input, const PredictOptions& options,
                                      const std::function<absl::Status(const PredictBatch&)>& sink);
-  // Writes <export_dir_base>/<global step>/ (docs/formats.md, "Export"); returns that path.
+  // Writes <export_dir_base>/<version>/ (docs/formats.md, "Export": version = unix seconds, the
+  // next free one) with the model's values without optimizer slots, config.yaml, assets, and
+  // export.json last; returns that path. A failed export leaves no directory behind.
   [[nodiscard]] absl::StatusOr<std::string> Export(absl::string_view export_dir_base);
 
   // Saves a checkpoint of the current global step (no-op if it is saved already); returns its
@@ -197,6 +206,9 @@ class Estimator {
   absl::Status RunHooks(const std::vector<SessionRunHook*>& hooks,
                         absl::Status (SessionRunHook::*method)(RunContext&), RunContext& context);
   absl::Status WriteEvalFiles(const EvalResult& result);
+  // The signature of an export: config_.export_signature with the outputs of a PREDICT pass.
+  absl::StatusOr<Signature> ExportSignature();
+  absl::Status WriteExport(FileSystem& fs, const std::string& dir, const Signature& signature);
 
   FileSystems& fs_;
   EstimatorConfig config_;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/estimator/heads.h"
 #include "shoal/estimator/models.h"
+#include "shoal/export/export_dir.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
 #include "shoal/nn/ops.h"
@@ -550,6 +552,46 @@ TEST_F(EstimatorTest, HooksRunInOrderAndCanStopTraining) {
               ElementsAre("begin", "session@0", "before", "after@1", "before", "after@2", "end"));
 }
 
+// Fails the step after `step`: what was trained stays in memory, unsaved.
+class FailAfterStepHook final : public SessionRunHook {
+ public:
+  explicit FailAfterStepHook(int64_t step) : step_(step) {}
+  absl::Status AfterRun(RunContext& c) override {
+    return c.global_step >= step_ ? absl::AbortedError("injected") : absl::OkStatus();
+  }
+
+ private:
+  int64_t step_;
+};
+
+TEST_F(EstimatorTest, ExportOfAnUnsavedModelJoinsTheShardsWithoutSlots) {
+  auto estimator = Make("wide_deep", dir_, /*shards=*/2);
+  FailAfterStepHook fail(5);
+  ASSERT_FALSE(estimator->Train(Input(train_, 50, 1), {.hooks = {&fail}}).ok());
+  FileSystem& fs = **fs_.For(dir_);
+  EXPECT_FALSE(LatestCheckpoint(fs, dir_).ok());  // nothing was saved
+  ASSERT_OK_AND_ASSIGN(path, estimator->Export(JoinPath(dir_, "export")));
+  ASSERT_OK_AND_ASSIGN(meta, ReadExport(fs, path));
+  EXPECT_EQ(meta.global_step, 5);
+  EXPECT_FALSE(fs.FileExists(JoinPath(path, ".staging")).value());  // the temporary checkpoint
+  ASSERT_OK_AND_ASSIGN(variables, LatestCheckpoint(fs, JoinPath(path, "variables")));
+  ASSERT_OK_AND_ASSIGN(reader, CheckpointReader::Open(fs, variables));
+  EXPECT_EQ(reader->manifest().num_shards, 1);
+  std::set<std::string> names;
+  for (const EntryInfo& entry : reader->ListEntries()) {
+    EXPECT_TRUE(entry.slot_names.empty()) << entry.name;
+    names.insert(entry.name);
+  }
+  for (const DenseVariableSpec& v : estimator->model_spec().dense)
+    EXPECT_TRUE(names.contains(v.name));
+  for (const TableSpec& t : estimator->model_spec().tables) EXPECT_TRUE(names.contains(t.name));
+  EXPECT_EQ(names.size(),
+            estimator->model_spec().dense.size() + estimator->model_spec().tables.size());
+  // A second export of the same step is a new, later version.
+  ASSERT_OK_AND_ASSIGN(again, estimator->Export(JoinPath(dir_, "export")));
+  EXPECT_GT(std::stoll(std::string(Basename(again))), std::stoll(std::string(Basename(path))));
+}
+
 TEST_F(EstimatorTest, NanLossFailsNamingTheStep) {
   auto estimator = Make("wide_deep", dir_);
   std::vector<Example> bad = train_;
@@ -664,18 +706,36 @@ TEST_F(EstimatorTest, TrainAndEvaluateWritesSummaryAndExports) {
   EXPECT_EQ(summary["epochs_completed"], 2);
   EXPECT_DOUBLE_EQ(summary["metrics"]["auc"].get<double>(), result.final_eval->metrics["auc"]);
   EXPECT_GT(summary["wall_time_secs"].get<double>(), 0.0);
-  const std::string final_export = JoinPath(dir_, "export/final/80");
+  // export/final/<version>: the one version directory, a complete and valid export of step 80.
+  ASSERT_OK_AND_ASSIGN(finals, ListExportVersions(fs, JoinPath(dir_, "export/final")));
+  ASSERT_EQ(finals.size(), 1u);
+  const std::string final_export = finals[0].path;
   EXPECT_EQ(summary["export_path"], final_export);
-  ASSERT_OK_AND_ASSIGN(meta, ReadFileToString(fs, JoinPath(final_export, "export.json")));
-  EXPECT_EQ(nlohmann::json::parse(meta)["global_step"], 80);
+  ASSERT_OK_AND_ASSIGN(meta, ReadExport(fs, final_export));
+  EXPECT_EQ(meta.global_step, 80);
+  EXPECT_EQ(meta.model_type, "wide_deep");
+  std::vector<std::string> outputs;
+  for (const SignatureOutput& output : meta.signature.outputs) outputs.push_back(output.name);
+  EXPECT_EQ(outputs, (std::vector<std::string>{"logits", "logistic", "class_ids"}));
   ASSERT_OK_AND_ASSIGN(yaml, ReadFileToString(fs, JoinPath(final_export, "config.yaml")));
   EXPECT_EQ(yaml, "model: {type: wide_deep}\n");
-  EXPECT_TRUE(LatestCheckpoint(fs, JoinPath(final_export, "variables")).ok());
-  // Evaluations ran during training (throttle 0: after every step) and the best exporter kept 1.
+  // The variables hold values only: no optimizer slots, whole tables.
+  ASSERT_OK_AND_ASSIGN(variables, LatestCheckpoint(fs, JoinPath(final_export, "variables")));
+  ASSERT_OK_AND_ASSIGN(reader, CheckpointReader::Open(fs, variables));
+  EXPECT_EQ(reader->step(), 80);
+  EXPECT_FALSE(reader->ListEntries().empty());
+  for (const EntryInfo& entry : reader->ListEntries()) {
+    EXPECT_TRUE(entry.slot_names.empty()) << entry.name;
+    EXPECT_EQ(entry.name.find('@'), std::string::npos) << entry.name;
+  }
+  // Evaluations ran during training (throttle 0: after every step) and the best exporter kept 1,
+  // the export of the step best.json names.
   EXPECT_GE(estimator->evaluations().size(), 2u);
-  ASSERT_OK_AND_ASSIGN(best, fs.GetChildren(JoinPath(dir_, "export/best")));
-  int numbered = 0;
-  for (const std::string& name : best) numbered += name != "best.json";
+  ASSERT_OK_AND_ASSIGN(best, ListExportVersions(fs, JoinPath(dir_, "export/best")));
+  ASSERT_EQ(best.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(best_json, ReadFileToString(fs, JoinPath(dir_, "export/best/best.json")));
+  EXPECT_EQ(nlohmann::json::parse(best_json)["global_step"], best[0].global_step);
+  const int numbered = static_cast<int>(best.size());
   EXPECT_EQ(numbered, 1);
 }
 

@@ -2,11 +2,14 @@
 
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
 #include "shoal/data/feature_set.h"
+#include "shoal/io/path.h"
 
 namespace shoal {
 namespace {
@@ -61,6 +64,36 @@ class FeatureInputSource final : public BatchSource {
   bool exhausted_ = false;
 };
 
+// The schema columns the feature columns (and the label) read.
+std::set<std::string> UsedColumns(const FeatureColumns& f) {
+  std::set<std::string> used;
+  const auto add = [&used](const std::string& source, const std::string& name) {
+    used.insert(source.empty() ? name : source);
+  };
+  for (const NumericColumn& c : f.numeric) add(c.source, c.name);
+  for (const HashedCategoricalColumn& c : f.hashed) add(c.source, c.name);
+  for (const VocabularyCategoricalColumn& c : f.vocabulary) add(c.source, c.name);
+  for (const IdentityCategoricalColumn& c : f.identity) add(c.source, c.name);
+  for (const BucketizedColumn& c : f.bucketized) add(c.source, c.name);
+  if (!f.label.source.empty()) used.insert(f.label.source);
+  return used;
+}
+
+// The inputs of an export's signature: the input's schema (field order), format and label.
+Signature SignatureOf(const JobConfig& job, const InputConfig& input, const Schema& schema) {
+  Signature signature;
+  signature.format = input.format;
+  signature.delimiter = input.format == "tsv" ? '\t' : ',';
+  signature.label = job.features.label.source;
+  const std::set<std::string> used = UsedColumns(job.features);
+  for (const ColumnSpec& c : schema.columns) {
+    signature.inputs.push_back(
+        {c.name, c.type, c.has_default, c.default_value, used.contains(c.name)});
+  }
+  if (schema.IndexOf(signature.label) < 0) signature.label.clear();
+  return signature;
+}
+
 FeatureLayout LayoutOf(const FeatureSet& features) {
   FeatureLayout layout;
   layout.dense_names = features.dense_names();
@@ -91,7 +124,19 @@ absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs, const Jo
   config.optimizer = job.optimizer;
   config.wide_optimizer = job.wide_optimizer;
   config.run = job.run;
-  config.export_config_yaml = JobConfigToYaml(job);
+  config.export_signature = SignatureOf(job, input, schema);
+  // Vocabulary files travel with the export (assets/), and its config.yaml names them there:
+  // relative paths in a config resolve against the config file's directory.
+  JobConfig exported = job;
+  for (size_t i = 0; i < exported.features.vocabulary.size(); ++i) {
+    VocabularyCategoricalColumn& column = exported.features.vocabulary[i];
+    if (column.vocabulary_file.empty()) continue;
+    const std::string relative =
+        absl::StrCat("assets/vocabulary-", i, "-", Basename(column.vocabulary_file));
+    config.export_assets.emplace_back(relative, column.vocabulary_file);
+    column.vocabulary_file = relative;
+  }
+  config.export_config_yaml = JobConfigToYaml(exported);
   return config;
 }
 

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
@@ -13,6 +12,7 @@
 #include "shoal/base/status.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/job_role.h"
+#include "shoal/export/export_dir.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
 
@@ -83,21 +83,12 @@ class Exporters {
     return std::optional<double>(json["value"].get<double>());
   }
 
-  // Keeps the newest `keep` numbered export directories under `base` (0 = all).
+  // Keeps the newest `keep` exports under `base` (0 = all), by global step, then version.
   absl::Status Retain(const std::string& base, int keep) {
     if (keep <= 0) return absl::OkStatus();
-    ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(base));
-    FileSystem& fs = *fs_ptr;
-    ASSIGN_OR_RETURN(std::vector<std::string> children, fs.GetChildren(base));
-    std::vector<int64_t> steps;
-    for (const std::string& child : children) {
-      int64_t step = 0;
-      if (absl::SimpleAtoi(child, &step)) steps.push_back(step);
-    }
-    std::sort(steps.begin(), steps.end());
-    for (size_t i = 0; i + static_cast<size_t>(keep) < steps.size(); ++i) {
-      RETURN_IF_ERROR(fs.DeleteRecursively(JoinPath(base, absl::StrCat(steps[i]))));
-    }
+    ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(base));
+    ASSIGN_OR_RETURN(std::vector<std::string> deleted, RetainExports(*fs, base, keep));
+    for (const std::string& path : deleted) LOG(INFO) << "Deleted old export " << path;
     return absl::OkStatus();
   }
 

@@ -155,7 +155,9 @@ def test_train_on_hdfs_reaches_the_target_and_reports_hdfs_paths(trained):
     assert summary["epochs_completed"] == EPOCHS
     assert summary["checkpoint"] == f"{trained.model_dir}/ckpt-{final_step}"
     assert summary["metrics"]["accuracy"] > 0.75, summary["metrics"]
-    assert summary["export_path"] == f"{trained.model_dir}/export/final/{final_step}"
+    # export/final/<version>: unix seconds of the export.
+    assert re.fullmatch(rf"{re.escape(trained.model_dir)}/export/final/\d+",
+                        summary["export_path"]), summary["export_path"]
     assert printed_metrics(trained.train.stdout) == {
         name: f"{value:.4f}" for name, value in summary["metrics"].items()}
     assert 0 < summary["examples"] <= rows * EPOCHS
@@ -203,7 +205,9 @@ def test_model_dir_files_are_on_hdfs(trained):
     events = [n for n in names if n.startswith("events.out.tfevents.")]
     assert events and all(hdfs.status(f"{model}/{n}")["length"] > 0 for n in events), names
     assert [n for n in hdfs.list(f"{model}/eval") if n.startswith("events.out.tfevents.")]
-    export = f"{model}/export/final/{final_step}"
+    versions = [n for n in hdfs.list(f"{model}/export/final") if n.isdigit()]
+    assert len(versions) == 1, versions
+    export = f"{model}/export/final/{versions[0]}"
     assert hdfs.read_json(f"{export}/export.json")["global_step"] == final_step
     assert hdfs.status(f"{export}/config.yaml")["type"] == "FILE"
     assert hdfs.status(f"{export}/variables")["type"] == "DIRECTORY"

@@ -1,6 +1,6 @@
 """`shoal train | evaluate | predict | export CONFIG.yaml` as a user runs them: exit codes, what
 they print, and the files they leave in MODEL_DIR (summary.json, eval/metrics.json, ckpt-N,
-export/<exporter>/<step>/). Self-contained: each test writes a small CSV task and a wide & deep
+export/<exporter>/<version>/). Self-contained: each test writes a small CSV task and a wide & deep
 config into its temporary directory. The binary comes from $SHOAL_BIN; ctest sets it
 (shoal/tools/CMakeLists.txt):
 
@@ -131,6 +131,13 @@ def read_json(*path):
         return json.load(f)
 
 
+def only_export(base):
+    """The one version directory (unix seconds) of an export base."""
+    versions = [name for name in os.listdir(base) if name.isdigit()]
+    assert len(versions) == 1, versions
+    return os.path.join(base, versions[0])
+
+
 def printed_metrics(stdout):
     """The `  name   0.1234` lines of train's and evaluate's output."""
     return dict(re.findall(r"^  (\S+) +(-?\d+\.\d{4})$", stdout, re.MULTILINE))
@@ -178,14 +185,28 @@ def test_train_prints_the_final_metrics_and_writes_the_summary(trained):
     assert trained.eval_metrics == {"global_step": FINAL_STEP, "examples": EVAL_ROWS,
                                     "checkpoint": summary["checkpoint"], "metrics": metrics}
 
-    export_path = os.path.join(job.model_dir, "export", "final", str(FINAL_STEP))
+    export_path = only_export(os.path.join(job.model_dir, "export", "final"))
     assert summary["export_path"] == export_path
     assert summary["exports"] == [export_path]
     export = read_json(export_path, "export.json")
     assert export["global_step"] == FINAL_STEP
+    assert (export["format"], export["format_version"]) == ("shoal-export", 2)
     assert (export["model_type"], export["head"]) == ("wide_deep", "binary")
+    assert export["created_unix_secs"] == int(os.path.basename(export_path))
     assert os.path.isfile(os.path.join(export_path, "config.yaml"))
     assert os.path.isdir(os.path.join(export_path, "variables"))
+    # Every file but export.json is listed with its size.
+    listed = {name: info["bytes"] for name, info in export["files"].items()}
+    on_disk = {os.path.relpath(os.path.join(d, f), export_path): os.path.getsize(os.path.join(d, f))
+               for d, _, files in os.walk(export_path) for f in files if f != "export.json"}
+    assert listed == on_disk
+    signature = export["signature"]
+    assert [i["name"] for i in signature["inputs"]] == ["x1", "x2", "color", "city", "label"]
+    assert [i["dtype"] for i in signature["inputs"]] == ["float", "float", "string", "string",
+                                                         "int64"]
+    assert signature["label"] == "label"
+    assert {o["name"]: o["shape"] for o in signature["outputs"]} == {
+        "logits": [1], "logistic": [1], "class_ids": [1]}
 
     checkpoints = sorted(int(name[5:]) for name in os.listdir(job.model_dir)
                          if name.startswith("ckpt-"))
@@ -299,11 +320,16 @@ def test_export_writes_the_latest_checkpoint(shoal, trained, tmp_path):
     model_dir = copy_model(trained.job, tmp_path / "model")
     result = shoal("export", trained.job.config, "--model-dir", model_dir)
     assert result.returncode == 0, result.stderr
-    path = os.path.join(model_dir, "export", "manual", str(FINAL_STEP))
+    path = only_export(os.path.join(model_dir, "export", "manual"))
     assert result.stdout == f"exported: {path}\n"
     assert read_json(model_dir, "checkpoint")["latest"] == f"ckpt-{FINAL_STEP}"
     assert read_json(path, "export.json")["global_step"] == FINAL_STEP
     assert os.path.isdir(os.path.join(path, "variables", f"ckpt-{FINAL_STEP}"))
+    # A second export of the same step gets its own, later version directory.
+    again = shoal("export", trained.job.config, "--model-dir", model_dir)
+    assert again.returncode == 0, again.stderr
+    second = again.stdout.removeprefix("exported: ").strip()
+    assert int(os.path.basename(second)) > int(os.path.basename(path))
 
 
 def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one(shoal, trained, tmp_path):

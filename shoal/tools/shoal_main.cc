@@ -21,8 +21,10 @@
 #include "shoal/tools/doctor.h"
 #include "shoal/tools/inspect.h"
 #include "shoal/tools/inspect_checkpoint.h"
+#include "shoal/tools/inspect_export.h"
 #include "shoal/tools/job_commands.h"
 #include "shoal/tools/quickstart.h"
+#include "shoal/tools/serve_command.h"
 
 namespace shoal {
 namespace {
@@ -76,13 +78,16 @@ void AddQuickstart(CLI::App& app, QuickstartOptions& options, int& exit_code) {
 void AddInspect(CLI::App& app, std::string& path, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "inspect",
-      "Verify and describe a TFRecord file (every CRC, the first tf.train.Example) or a "
-      "checkpoint (a ckpt-N directory, or a model_dir for its latest checkpoint)");
-  cmd->add_option("PATH", path, "TFRecord file, checkpoint directory or model_dir")->required();
+      "Verify and describe a TFRecord file (every CRC, the first tf.train.Example), a "
+      "checkpoint (a ckpt-N directory, or a model_dir for its latest checkpoint) or an export "
+      "(signature, weights, checksums; an export base lists its versions)");
+  cmd->add_option("PATH", path, "TFRecord file, checkpoint directory, model_dir or export")
+      ->required();
   cmd->callback([&path, &exit_code] {
     FileSystems& fs = DefaultFileSystems();
-    absl::Status status = IsCheckpointPath(fs, path) ? InspectCheckpoint(fs, path, std::cout)
-                                                     : InspectTFRecordFile(fs, path, std::cout);
+    absl::Status status = IsExportPath(fs, path)       ? InspectExport(fs, path, std::cout)
+                          : IsCheckpointPath(fs, path) ? InspectCheckpoint(fs, path, std::cout)
+                                                       : InspectTFRecordFile(fs, path, std::cout);
     std::cout.flush();
     if (!status.ok()) exit_code = ReportError(status);
   });
@@ -260,6 +265,37 @@ void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOpti
   });
 }
 
+void AddServe(CLI::App& app, ServeCommandOptions& options, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Answer TF-Serving's REST API (POST /v1/models/NAME:predict) with an export; an export "
+      "base serves its newest version and reloads newer ones (docs/serving.md)");
+  cmd->add_option("EXPORT", options.path, "An export directory, or an export base")->required();
+  cmd->add_option("--port", options.port, "HTTP port (0: a free one, printed)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--host", options.host, "Address to listen on (0.0.0.0: every interface)")
+      ->capture_default_str();
+  cmd->add_option("--name", options.name, "Model name in the URLs")->capture_default_str();
+  cmd->add_option("--threads", options.threads, "Request threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-request-bytes", options.max_request_bytes,
+                  "Larger request bodies are refused (413)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 32));
+  cmd->add_option("--poll-secs", options.poll_secs,
+                  "Export base: seconds between checks for a newer version")
+      ->capture_default_str();
+  cmd->add_option("--plugin", options.plugins,
+                  "Shared library registering more model types (docs/plugins.md; repeatable)");
+  cmd->callback([&options, &exit_code] {
+    absl::Status status = RunServeCommand(options, std::cout);
+    std::cout.flush();
+    if (!status.ok()) exit_code = ReportError(status);
+  });
+}
+
 void AddDoctor(CLI::App& app, DoctorOptions& options, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "doctor",
@@ -299,6 +335,8 @@ int Main(int argc, char** argv) {
   RunCommandOptions run;
   LaunchCommandOptions launch;
   AddClusterCommands(app, run, launch, exit_code);
+  ServeCommandOptions serve;
+  AddServe(app, serve, exit_code);
   DoctorOptions doctor;
   doctor.hdfs = *hdfs;
   AddDoctor(app, doctor, exit_code);
