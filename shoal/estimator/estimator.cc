@@ -658,16 +658,10 @@ absl::Status Estimator::Predict(const InputFn& input, const PredictOptions& opti
     context.batch_size = batch.batch_size;
     RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::BeforeRun, context));
     absl::Status status = [&]() -> absl::Status {
-      RETURN_IF_ERROR(ctx.BeginStep(batch, Mode::kPredict, global_step_, client_.get()));
-      Tensor no_labels;
-      absl::StatusOr<EstimatorSpec> spec =
-          config_.model_fn(ctx, no_labels, Mode::kPredict, config_.params);
-      RETURN_IF_ERROR(ctx.status());
-      RETURN_IF_ERROR(spec.status());
-      RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kPredict, batch.batch_size));
+      ASSIGN_OR_RETURN(const EstimatorSpec spec, PredictStep(batch));
       PredictBatch out;
       out.batch_size = batch.batch_size;
-      for (const auto& [name, value] : spec->predictions)
+      for (const auto& [name, value] : spec.predictions)
         out.outputs.emplace_back(name, &value->value);
       return sink(out);
     }();
@@ -681,32 +675,27 @@ absl::Status Estimator::Predict(const InputFn& input, const PredictOptions& opti
   return RunHooks(options.hooks, &SessionRunHook::End, context);
 }
 
+absl::StatusOr<EstimatorSpec> Estimator::PredictStep(const FeatureBatch& batch) {
+  ModelContext& ctx = *context_;
+  RETURN_IF_ERROR(ctx.BeginStep(batch, Mode::kPredict, global_step_, client_.get()));
+  Tensor no_labels;
+  absl::StatusOr<EstimatorSpec> spec =
+      config_.model_fn(ctx, no_labels, Mode::kPredict, config_.params);
+  RETURN_IF_ERROR(ctx.status());
+  RETURN_IF_ERROR(spec.status());
+  RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kPredict, batch.batch_size));
+  return spec;
+}
+
 absl::StatusOr<Signature> Estimator::ExportSignature() {
   Signature signature = config_.export_signature;
   signature.outputs.clear();
   // A PREDICT pass over one example without ids: the outputs' names and per-example shapes.
-  const FeatureLayout& layout = config_.layout;
-  FeatureBatch batch;
-  batch.batch_size = 1;
-  batch.dense = Tensor(Shape{1, layout.dense_width()});
-  batch.dense_names = layout.dense_names;
-  batch.dense_widths = layout.dense_widths;
-  batch.sparse = layout.sparse;
-  for (SparseFeature& f : batch.sparse) {
-    f.ids.clear();
-    f.weights.clear();
-    f.offsets.assign(2, 0);
-  }
+  const FeatureBatch batch = EmptyExampleBatch(config_.layout);
   ModelContext& ctx = *context_;
   absl::Status status = [&]() -> absl::Status {
-    RETURN_IF_ERROR(ctx.BeginStep(batch, Mode::kPredict, global_step_, client_.get()));
-    Tensor no_labels;
-    absl::StatusOr<EstimatorSpec> spec =
-        config_.model_fn(ctx, no_labels, Mode::kPredict, config_.params);
-    RETURN_IF_ERROR(ctx.status());
-    RETURN_IF_ERROR(spec.status());
-    RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kPredict, 1));
-    for (const auto& [name, value] : spec->predictions) {
+    ASSIGN_OR_RETURN(const EstimatorSpec spec, PredictStep(batch));
+    for (const auto& [name, value] : spec.predictions) {
       SignatureOutput output{name, {}};
       const Shape& shape = value->value.shape();
       output.shape.assign(shape.begin() + 1, shape.end());

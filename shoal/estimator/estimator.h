@@ -208,6 +208,9 @@ class Estimator {
   absl::Status WriteEvalFiles(const EvalResult& result);
   // The signature of an export: config_.export_signature with the outputs of a PREDICT pass.
   absl::StatusOr<Signature> ExportSignature();
+  // Begins a PREDICT step of the model context on `batch` and runs the model_fn: the predictions
+  // stay valid until the caller ends the step (context_->EndStep(), also after an error).
+  absl::StatusOr<EstimatorSpec> PredictStep(const FeatureBatch& batch);
   absl::Status WriteExport(FileSystem& fs, const std::string& dir, const Signature& signature);
 
   FileSystems& fs_;

@@ -22,6 +22,21 @@ absl::string_view ModeName(Mode mode) {
   return "?";
 }
 
+FeatureBatch EmptyExampleBatch(const FeatureLayout& layout) {
+  FeatureBatch batch;
+  batch.batch_size = 1;
+  batch.dense = Tensor(Shape{1, layout.dense_width()});
+  batch.dense_names = layout.dense_names;
+  batch.dense_widths = layout.dense_widths;
+  batch.sparse = layout.sparse;
+  for (SparseFeature& f : batch.sparse) {
+    f.ids.clear();
+    f.weights.clear();
+    f.offsets.assign(2, 0);
+  }
+  return batch;
+}
+
 absl::Status ValidateSpec(const EstimatorSpec& spec, Mode mode, int64_t batch_size) {
   const std::string where = absl::StrCat("model_fn in mode ", ModeName(mode), ": ");
   if (spec.mode != mode) {
@@ -117,17 +132,7 @@ void ModelContext::BeginRecording() {
   table_specs_.clear();
   dense_index_.clear();
   table_index_.clear();
-  recording_batch_ = FeatureBatch{};
-  recording_batch_.batch_size = 1;
-  recording_batch_.dense = Tensor(Shape{1, layout_.dense_width()});
-  recording_batch_.dense_names = layout_.dense_names;
-  recording_batch_.dense_widths = layout_.dense_widths;
-  recording_batch_.sparse = layout_.sparse;
-  for (SparseFeature& f : recording_batch_.sparse) {
-    f.ids.clear();
-    f.weights.clear();
-    f.offsets.assign(2, 0);
-  }
+  recording_batch_ = EmptyExampleBatch(layout_);
   recording_batch_.labels = Tensor(Shape{1, 1});
   batch_ = &recording_batch_;
   batch_size_ = 1;

@@ -84,6 +84,10 @@ struct FeatureLayout {
   int64_t dense_width() const;
 };
 
+// One example of `layout` with zero dense values and no ids (and no labels): the batch a pass
+// runs on to learn a model's variables or its outputs without data.
+FeatureBatch EmptyExampleBatch(const FeatureLayout& layout);
+
 // Initializer shortcuts for ModelContext::Variable.
 DenseInitializer Zeros();
 DenseInitializer GlorotUniformInit();
