@@ -2,13 +2,20 @@
 // Labelled "concurrency": scripts/test.sh runs it again under ThreadSanitizer.
 #include <atomic>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "shoal/base/mutex.h"
+#include "shoal/checkpoint/checkpoint.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/io/mem_file_system.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/ps/ps_test_util.h"
 
@@ -106,6 +113,147 @@ TEST(ParameterServerConcurrencyTest, UpdatesRaceWithSavesAndTheCheckpointsRestor
     EXPECT_EQ(shards.Lookup(table, ids, LookupMode::kInference, 0).value(),
               restored.Lookup(table, ids, LookupMode::kInference, 0).value());
   }
+}
+
+// gate://PATH is mem://PATH of its own MemFileSystem, except that appends wait while the gate is
+// closed: a write that stands still, to see what the rest of the PS does meanwhile.
+class GateFileSystem final : public FileSystem {
+ public:
+  void Close() {
+    MutexLock lock(&mu_);
+    open_ = false;
+  }
+  void Open() {
+    {
+      MutexLock lock(&mu_);
+      open_ = true;
+    }
+    cv_.SignalAll();
+  }
+  // Blocks until an append waits at the closed gate.
+  void AwaitBlockedWriter() {
+    MutexLock lock(&mu_);
+    while (waiting_ == 0) cv_.Wait(&mu_);
+  }
+
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      absl::string_view path) override {
+    return mem_.NewRandomAccessFile(Mem(path));
+  }
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(absl::string_view path) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, mem_.NewWritableFile(Mem(path)));
+    return std::unique_ptr<WritableFile>(std::make_unique<GatedFile>(this, std::move(file)));
+  }
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewAppendableFile(absl::string_view path) override {
+    return mem_.NewAppendableFile(Mem(path));
+  }
+  absl::StatusOr<bool> FileExists(absl::string_view path) override {
+    return mem_.FileExists(Mem(path));
+  }
+  absl::StatusOr<bool> IsDirectory(absl::string_view path) override {
+    return mem_.IsDirectory(Mem(path));
+  }
+  absl::StatusOr<uint64_t> GetFileSize(absl::string_view path) override {
+    return mem_.GetFileSize(Mem(path));
+  }
+  absl::StatusOr<std::vector<std::string>> GetChildren(absl::string_view dir) override {
+    return mem_.GetChildren(Mem(dir));
+  }
+  absl::Status CreateDir(absl::string_view dir) override { return mem_.CreateDir(Mem(dir)); }
+  absl::Status RecursivelyCreateDir(absl::string_view dir) override {
+    return mem_.RecursivelyCreateDir(Mem(dir));
+  }
+  absl::Status DeleteFile(absl::string_view path) override { return mem_.DeleteFile(Mem(path)); }
+  absl::Status DeleteRecursively(absl::string_view path) override {
+    return mem_.DeleteRecursively(Mem(path));
+  }
+  absl::Status RenameFile(absl::string_view src, absl::string_view dst) override {
+    return mem_.RenameFile(Mem(src), Mem(dst));
+  }
+
+ private:
+  class GatedFile final : public WritableFile {
+   public:
+    GatedFile(GateFileSystem* fs, std::unique_ptr<WritableFile> file)
+        : fs_(fs), file_(std::move(file)) {}
+    absl::Status Append(absl::string_view data) override {
+      fs_->PassGate();
+      return file_->Append(data);
+    }
+    absl::Status Flush() override { return file_->Flush(); }
+    absl::Status Sync() override { return file_->Sync(); }
+    absl::Status Close() override { return file_->Close(); }
+
+   private:
+    GateFileSystem* fs_;
+    std::unique_ptr<WritableFile> file_;
+  };
+
+  static std::string Mem(absl::string_view path) {
+    absl::string_view rest = path;
+    if (absl::StartsWith(rest, "gate://")) rest.remove_prefix(7);
+    return absl::StrCat("mem://", rest);
+  }
+  void PassGate() {
+    MutexLock lock(&mu_);
+    ++waiting_;
+    cv_.SignalAll();
+    while (!open_) cv_.Wait(&mu_);
+    --waiting_;
+  }
+
+  MemFileSystem mem_;
+  Mutex mu_;
+  CondVar cv_;
+  bool open_ ABSL_GUARDED_BY(mu_) = true;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Save holds the shard only while it snapshots to memory: while the checkpoint's file write stands
+// still, pushes and lookups go on, and the checkpoint holds the cut from before them.
+TEST(ParameterServerConcurrencyTest, UpdatesGoOnWhileASaveWritesItsFile) {
+  FileSystems fs;
+  ASSERT_TRUE(RegisterBuiltinFileSystems(fs).ok());
+  auto gate = std::make_shared<GateFileSystem>();
+  ASSERT_TRUE(fs.Register("gate", gate).ok());
+  const ModelSpec spec = CounterSpec();
+  ParameterServer ps(fs, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec).ok());
+  const std::string counter = "counter";
+  const Tensor grad(Shape{64}, -2.0f);
+  ASSERT_TRUE(ps.PushDense({&counter, 1}, {&grad, 1}, 1).ok());  // counter = 1
+
+  ASSERT_TRUE(gate->RecursivelyCreateDir("gate://model").ok());
+  const std::string dir = PrepareCheckpointDir(*gate, "gate://model", 1).value();
+  gate->Close();
+  absl::StatusOr<ShardFileInfo> saved;
+  std::thread save([&] { saved = ps.Save(dir); });
+  gate->AwaitBlockedWriter();  // the snapshot is taken; its file write waits at the gate
+
+  // Updates and reads go on meanwhile (a Save holding the shard would block them forever).
+  absl::Notification pushed;
+  std::thread push([&] {
+    EXPECT_TRUE(ps.PushDense({&counter, 1}, {&grad, 1}, 2).ok());  // counter = 2
+    const std::vector<uint64_t> ids = SomeIds(8);
+    std::vector<float> rows(ids.size() * 8);
+    EXPECT_TRUE(ps.Lookup("emb/C1", ids, LookupMode::kTrain, 2, absl::MakeSpan(rows)).ok());
+    pushed.Notify();
+  });
+  const bool went_on = pushed.WaitForNotificationWithTimeout(absl::Seconds(20));
+  gate->Open();
+  push.join();
+  save.join();
+  ASSERT_TRUE(went_on) << "updates waited for the checkpoint's file write";
+  ASSERT_TRUE(saved.ok()) << saved.status();
+
+  ASSERT_TRUE(CommitCheckpoint(*gate, "gate://model", 1, {*saved}, "").ok());
+  ParameterServer restored(fs, 0, 1);
+  ASSERT_TRUE(restored.Restore(spec, dir).ok());
+  std::vector<Tensor> values;
+  ASSERT_TRUE(restored.PullDense({&counter, 1}, &values).ok());
+  EXPECT_EQ(values[0][0], 1.0f);  // the cut before the push made during the write
+  ASSERT_TRUE(ps.PullDense({&counter, 1}, &values).ok());
+  EXPECT_EQ(values[0][0], 2.0f);
 }
 
 }  // namespace
