@@ -1,7 +1,5 @@
 #include "shoal/launch/cluster_member.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -29,6 +27,7 @@
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
+#include "shoal/launch/member_session.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/grpc/grpc_channel.h"
 #include "shoal/rpc/grpc/grpc_coordinator_service.h"
@@ -38,14 +37,6 @@
 
 namespace shoal {
 namespace {
-
-uint64_t NewIncarnation() {
-  uint64_t value = 0;
-  if (getrandom(&value, sizeof(value), 0) != sizeof(value)) {
-    value = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()));
-  }
-  return value | 1;  // never 0
-}
 
 // The completion stage in which the evaluator evaluates the final checkpoint for the chief.
 constexpr char kFinalEvaluationStage[] = "final evaluation";
@@ -247,44 +238,6 @@ class ClusterRole final : public JobRole {
   const MemberOptions& options_;
 };
 
-// Heart-beats in the background until stopped; remembers the last state seen.
-class Heartbeater {
- public:
-  Heartbeater(CoordinatorService* coordinator, TaskId task, uint64_t incarnation,
-              absl::Duration interval)
-      : coordinator_(coordinator), task_(task), incarnation_(incarnation), interval_(interval) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~Heartbeater() {
-    {
-      MutexLock lock(&mu_);
-      stop_ = true;
-    }
-    cv_.SignalAll();
-    thread_.join();
-  }
-
- private:
-  void Loop() {
-    MutexLock lock(&mu_);
-    while (!stop_) {
-      mu_.Unlock();
-      coordinator_->Heartbeat(task_, incarnation_).IgnoreError();
-      mu_.Lock();
-      cv_.WaitWithTimeout(&mu_, interval_);
-    }
-  }
-
-  CoordinatorService* coordinator_;
-  TaskId task_;
-  uint64_t incarnation_;
-  absl::Duration interval_;
-  Mutex mu_;
-  CondVar cv_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
-
 // Sync training, on the chief: keeps the parameter servers' replica count at the number of
 // trainers that can still commit -- min(run.sync_replicas, trainers live and not done, plus those
 // not registered yet during the first `registration_grace`), at least 1 -- so that a dead,
@@ -364,187 +317,6 @@ class SyncReplicasKeeper {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
-
-ServerOptions ServerOptionsOf(const MemberOptions& options) {
-  ServerOptions server;
-  server.secret = options.secret;
-  server.tls_cert_file = options.tls_cert_file;
-  server.tls_key_file = options.tls_key_file;
-  return server;
-}
-
-ConnectOptions ConnectTo(const MemberOptions& options, const TaskId& task) {
-  ConnectOptions connect;
-  connect.address = *options.cluster.Address(task);
-  connect.peer = task.ToString();
-  connect.secret = options.secret;
-  connect.tls_ca_file = options.tls_ca_file;
-  connect.connect_deadline = options.connect_deadline;
-  return connect;
-}
-
-// A task's connection to the coordinator, which it can make again: after the chief restarted, a
-// channel whose connection attempt failed backs off for seconds before it tries again, while a
-// new one connects at once.
-class CoordinatorConnection {
- public:
-  explicit CoordinatorConnection(const MemberOptions& options) : options_(options) {}
-
-  // Connects, waiting up to `deadline` for the chief to accept; keeps the old connection (if
-  // any) on failure.
-  absl::Status Reconnect(absl::Duration deadline) {
-    ConnectOptions connect = ConnectTo(options_, TaskId{TaskRole::kChief, 0});
-    connect.connect_deadline = deadline;
-    ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel, Connect(connect));
-    stub_ = std::make_unique<GrpcCoordinatorService>(std::move(channel));
-    return absl::OkStatus();
-  }
-  GrpcCoordinatorService& stub() { return *stub_; }
-
- private:
-  const MemberOptions& options_;
-  std::unique_ptr<GrpcCoordinatorService> stub_;
-};
-
-// How long a task keeps trying to reach a lost coordinator before it gives up: a chief that its
-// launcher restarts is back within seconds; connect_deadline (default 120 s) bounds the wait.
-absl::Duration CoordinatorLossLimit(const MemberOptions& options) {
-  return std::max(options.heartbeat_timeout, options.connect_deadline);
-}
-
-// Register, retried while the coordinator is unreachable (a chief restarting), up to
-// CoordinatorLossLimit.
-absl::StatusOr<JobState> RegisterTask(CoordinatorService* coordinator, const TaskId& task,
-                                      uint64_t incarnation, const MemberOptions& options) {
-  const absl::Time deadline = absl::Now() + CoordinatorLossLimit(options);
-  while (true) {
-    absl::StatusOr<JobState> state = coordinator->Register(task, incarnation);
-    if (!absl::IsUnavailable(state.status()) || absl::Now() > deadline) return state;
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-}
-
-// Gives up waiting for the job's end when the chief's completion overruns: a task that has seen
-// the job stopping for longer than run.completion_timeout_secs (plus a heartbeat timeout for the
-// chief to report it) stops waiting, naming the stage the chief was at.
-class CompletionWatch {
- public:
-  explicit CompletionWatch(const MemberOptions& options)
-      : limit_(options.completion_timeout + options.heartbeat_timeout) {}
-
-  absl::Status Check(const JobState& state) {
-    if (state.phase != JobPhase::kStopping) {
-      since_ = absl::InfiniteFuture();
-      return absl::OkStatus();
-    }
-    const absl::Time now = absl::Now();
-    if (since_ == absl::InfiniteFuture()) since_ = now;
-    if (now - since_ <= limit_) return absl::OkStatus();
-    return absl::DeadlineExceededError(
-        absl::StrCat("completion: the job has been stopping for ",
-                     absl::FormatDuration(absl::Trunc(now - since_, absl::Seconds(1))),
-                     " and the chief is still at stage '", state.completion_stage,
-                     "'; giving up (run.completion_timeout_secs)"));
-  }
-
- private:
-  const absl::Duration limit_;
-  absl::Time since_ = absl::InfiniteFuture();
-};
-
-// A Heartbeat; a coordinator that does not know this incarnation (FAILED_PRECONDITION: the chief
-// restarted with a new coordinator) is registered with again when `register_again`.
-absl::StatusOr<JobState> HeartbeatOrRegister(CoordinatorService* coordinator, const TaskId& task,
-                                             uint64_t incarnation, bool register_again) {
-  absl::StatusOr<JobState> state = coordinator->Heartbeat(task, incarnation);
-  if (register_again && absl::IsFailedPrecondition(state.status())) {
-    state = coordinator->Register(task, incarnation);
-    if (state.ok()) {
-      LOG(WARNING) << task.ToString()
-                   << ": the coordinator did not know this task (the chief restarted); "
-                      "registered again";
-    }
-  }
-  return state;
-}
-
-// Waits, heart-beating, until the job ends: OK when it succeeded. A PS or the evaluator
-// (`register_again`) registers again with a restarted chief; a trainer returns the ABORTED or
-// FAILED_PRECONDITION that says it must rejoin (RunWorker). The coordinator may be unreachable
-// for CoordinatorLossLimit.
-absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
-                           uint64_t incarnation, const MemberOptions& options, bool register_again,
-                           CoordinatorConnection* reconnect = nullptr) {
-  absl::Time last_ok = absl::Now();
-  CompletionWatch completion(options);
-  while (true) {
-    absl::StatusOr<JobState> state =
-        HeartbeatOrRegister(coordinator, task, incarnation, register_again);
-    if (absl::IsAborted(state.status()) || absl::IsFailedPrecondition(state.status())) {
-      return state.status();
-    }
-    if (state.ok()) {
-      last_ok = absl::Now();
-      RETURN_IF_ERROR(completion.Check(*state));
-      if (state->phase == JobPhase::kDone) return absl::OkStatus();
-      if (state->phase == JobPhase::kFailed) {
-        return absl::AbortedError(absl::StrCat("the job failed: ", state->message));
-      }
-    } else if (absl::Now() - last_ok > CoordinatorLossLimit(options)) {
-      return absl::UnavailableError(absl::StrCat(
-          "lost the coordinator (chief at ", *options.cluster.Address({TaskRole::kChief, 0}),
-          ") for ", absl::FormatDuration(CoordinatorLossLimit(options)), ": ",
-          state.status().message()));
-    } else if (reconnect != nullptr && absl::IsUnavailable(state.status()) &&
-               reconnect->Reconnect(absl::Milliseconds(500)).ok()) {
-      coordinator = &reconnect->stub();
-    }
-    absl::SleepFor(options.heartbeat_interval);
-  }
-}
-
-// Errors after which a trainer asks the coordinator whether the cluster is rolling back (a lost PS
-// shows up as UNAVAILABLE, or FAILED_PRECONDITION from a restarted one) before it gives up.
-bool MayBeRollback(const absl::Status& status) {
-  return absl::IsUnavailable(status) || absl::IsAborted(status) ||
-         absl::IsFailedPrecondition(status) || absl::IsDeadlineExceeded(status) ||
-         absl::IsCancelled(status) || absl::IsInternal(status) || absl::IsUnknown(status);
-}
-
-enum class AfterFailure { kRejoin, kJobDone, kGiveUp };
-
-// A worker whose training failed with `failure`: kRejoin when the coordinator retired its
-// incarnation (a rollback: ABORTED) or does not know it (a restarted chief: FAILED_PRECONDITION),
-// kJobDone when the job ended successfully meanwhile, else kGiveUp -- after waiting long enough
-// for the coordinator to declare a lost PS dead (heartbeat_timeout) or for a lost chief to come
-// back (CoordinatorLossLimit).
-AfterFailure AfterTrainerFailure(CoordinatorConnection& connection, const TaskId& task,
-                                 uint64_t incarnation, const MemberOptions& options,
-                                 const absl::Status& failure) {
-  const absl::Time start = absl::Now();
-  const absl::Duration while_running =
-      MayBeRollback(failure) ? options.heartbeat_timeout + 2 * options.heartbeat_interval
-                             : absl::ZeroDuration();
-  while (true) {
-    absl::StatusOr<JobState> state = connection.stub().Heartbeat(task, incarnation);
-    if (absl::IsAborted(state.status()) || absl::IsFailedPrecondition(state.status())) {
-      return AfterFailure::kRejoin;
-    }
-    const absl::Duration waited = absl::Now() - start;
-    if (state.ok()) {
-      if (state->phase == JobPhase::kDone) return AfterFailure::kJobDone;
-      if (state->phase == JobPhase::kFailed || waited >= while_running) {
-        return AfterFailure::kGiveUp;
-      }
-    } else if (waited >= CoordinatorLossLimit(options)) {
-      return AfterFailure::kGiveUp;
-    } else if (absl::IsUnavailable(state.status())) {
-      // The chief may be back already while the old channel still backs off (for seconds).
-      connection.Reconnect(absl::Milliseconds(500)).IgnoreError();
-    }
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-}
 
 // Connections to every PS shard, in shard order.
 struct PsStubs {

@@ -1,0 +1,134 @@
+#include "shoal/launch/member_session.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "shoal/base/logging.h"
+#include "shoal/base/status.h"
+
+namespace shoal {
+
+uint64_t NewIncarnation() {
+  uint64_t value = 0;
+  if (getrandom(&value, sizeof(value), 0) != sizeof(value)) {
+    value = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()));
+  }
+  return value | 1;  // never 0
+}
+
+ServerOptions ServerOptionsOf(const MemberOptions& options) {
+  ServerOptions server;
+  server.secret = options.secret;
+  server.tls_cert_file = options.tls_cert_file;
+  server.tls_key_file = options.tls_key_file;
+  return server;
+}
+
+ConnectOptions ConnectTo(const MemberOptions& options, const TaskId& task) {
+  ConnectOptions connect;
+  connect.address = *options.cluster.Address(task);
+  connect.peer = task.ToString();
+  connect.secret = options.secret;
+  connect.tls_ca_file = options.tls_ca_file;
+  connect.connect_deadline = options.connect_deadline;
+  return connect;
+}
+
+absl::Duration CoordinatorLossLimit(const MemberOptions& options) {
+  return std::max(options.heartbeat_timeout, options.connect_deadline);
+}
+
+absl::StatusOr<JobState> RegisterTask(CoordinatorService* coordinator, const TaskId& task,
+                                      uint64_t incarnation, const MemberOptions& options) {
+  const absl::Time deadline = absl::Now() + CoordinatorLossLimit(options);
+  while (true) {
+    absl::StatusOr<JobState> state = coordinator->Register(task, incarnation);
+    if (!absl::IsUnavailable(state.status()) || absl::Now() > deadline) return state;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+absl::StatusOr<JobState> HeartbeatOrRegister(CoordinatorService* coordinator, const TaskId& task,
+                                             uint64_t incarnation, bool register_again) {
+  absl::StatusOr<JobState> state = coordinator->Heartbeat(task, incarnation);
+  if (register_again && absl::IsFailedPrecondition(state.status())) {
+    state = coordinator->Register(task, incarnation);
+    if (state.ok()) {
+      LOG(WARNING) << task.ToString()
+                   << ": the coordinator did not know this task (the chief restarted); "
+                      "registered again";
+    }
+  }
+  return state;
+}
+
+absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
+                           uint64_t incarnation, const MemberOptions& options, bool register_again,
+                           CoordinatorConnection* reconnect) {
+  absl::Time last_ok = absl::Now();
+  CompletionWatch completion(options);
+  while (true) {
+    absl::StatusOr<JobState> state =
+        HeartbeatOrRegister(coordinator, task, incarnation, register_again);
+    if (absl::IsAborted(state.status()) || absl::IsFailedPrecondition(state.status())) {
+      return state.status();
+    }
+    if (state.ok()) {
+      last_ok = absl::Now();
+      RETURN_IF_ERROR(completion.Check(*state));
+      if (state->phase == JobPhase::kDone) return absl::OkStatus();
+      if (state->phase == JobPhase::kFailed) {
+        return absl::AbortedError(absl::StrCat("the job failed: ", state->message));
+      }
+    } else if (absl::Now() - last_ok > CoordinatorLossLimit(options)) {
+      return absl::UnavailableError(absl::StrCat(
+          "lost the coordinator (chief at ", *options.cluster.Address({TaskRole::kChief, 0}),
+          ") for ", absl::FormatDuration(CoordinatorLossLimit(options)), ": ",
+          state.status().message()));
+    } else if (reconnect != nullptr && absl::IsUnavailable(state.status()) &&
+               reconnect->Reconnect(absl::Milliseconds(500)).ok()) {
+      coordinator = &reconnect->stub();
+    }
+    absl::SleepFor(options.heartbeat_interval);
+  }
+}
+
+bool MayBeRollback(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsAborted(status) ||
+         absl::IsFailedPrecondition(status) || absl::IsDeadlineExceeded(status) ||
+         absl::IsCancelled(status) || absl::IsInternal(status) || absl::IsUnknown(status);
+}
+
+AfterFailure AfterTrainerFailure(CoordinatorConnection& connection, const TaskId& task,
+                                 uint64_t incarnation, const MemberOptions& options,
+                                 const absl::Status& failure) {
+  const absl::Time start = absl::Now();
+  const absl::Duration while_running =
+      MayBeRollback(failure) ? options.heartbeat_timeout + 2 * options.heartbeat_interval
+                             : absl::ZeroDuration();
+  while (true) {
+    absl::StatusOr<JobState> state = connection.stub().Heartbeat(task, incarnation);
+    if (absl::IsAborted(state.status()) || absl::IsFailedPrecondition(state.status())) {
+      return AfterFailure::kRejoin;
+    }
+    const absl::Duration waited = absl::Now() - start;
+    if (state.ok()) {
+      if (state->phase == JobPhase::kDone) return AfterFailure::kJobDone;
+      if (state->phase == JobPhase::kFailed || waited >= while_running) {
+        return AfterFailure::kGiveUp;
+      }
+    } else if (waited >= CoordinatorLossLimit(options)) {
+      return AfterFailure::kGiveUp;
+    } else if (absl::IsUnavailable(state.status())) {
+      // The chief may be back already while the old channel still backs off (for seconds).
+      connection.Reconnect(absl::Milliseconds(500)).IgnoreError();
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+}  // namespace shoal
