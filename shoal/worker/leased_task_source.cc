@@ -28,9 +28,24 @@ bool Stopping(const JobState& state) {
 
 LeasedTaskSource::LeasedTaskSource(CoordinatorService* coordinator, TaskId self,
                                    uint64_t incarnation, LeasedTaskOptions options)
-    : coordinator_(coordinator), self_(self), incarnation_(incarnation), options_(options) {}
+    : coordinator_(coordinator),
+      self_(self),
+      incarnation_(incarnation),
+      options_(std::move(options)) {}
+
+absl::Status LeasedTaskSource::CommitCompleted() {
+  for (const CompletedTask& c : progress_.TakeCompleted()) {
+    if (options_.before_report) {
+      RETURN_IF_ERROR_CTX(options_.before_report(c), "data task ", c.id);
+    }
+    MutexLock lock(&mu_);
+    to_report_.push_back({.id = c.id, .records = c.records});
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<TaskLease> LeasedTaskSource::Call(bool want_task) {
+  RETURN_IF_ERROR(CommitCompleted());
   std::vector<TaskDone> report;
   {
     MutexLock lock(&mu_);
@@ -46,7 +61,7 @@ absl::StatusOr<TaskLease> LeasedTaskSource::Call(bool want_task) {
   done_ += static_cast<int64_t>(report.size());
   if (lease->kind == TaskLease::Kind::kTask) {
     ++leased_;
-    tracked_[lease->task.id] = Tracked{};
+    progress_.Expect(lease->task.id);
   }
   return lease;
 }
@@ -65,54 +80,16 @@ absl::StatusOr<std::optional<DataTask>> LeasedTaskSource::Next() {
   return std::optional<DataTask>(ToDataTask(lease.task));
 }
 
-void LeasedTaskSource::MaybeDone(int64_t id, const Tracked& t) {
-  if (t.total < 0 || t.trained < t.total) return;
-  to_report_.push_back({.id = id, .records = t.trained});
-  tracked_.erase(id);
-}
-
 void LeasedTaskSource::TaskRead(const DataTask& task, int64_t records) {
-  MutexLock lock(&mu_);
-  auto it = tracked_.find(task.id);
-  if (it == tracked_.end()) return;  // not a leased task (cannot happen with this source)
-  it->second.total = records;
-  MaybeDone(task.id, it->second);
+  progress_.Read(task.id, records);
 }
 
-void LeasedTaskSource::Trained(absl::Span<const int64_t> origins) {
-  MutexLock lock(&mu_);
-  size_t i = 0;
-  while (i < origins.size()) {
-    // Rows of one task come in runs: count a run at a time.
-    size_t j = i + 1;
-    while (j < origins.size() && origins[j] == origins[i]) ++j;
-    auto it = tracked_.find(origins[i]);
-    if (it != tracked_.end()) {
-      it->second.trained += static_cast<int64_t>(j - i);
-      MaybeDone(origins[i], it->second);
-    }
-    i = j;
-  }
-}
+void LeasedTaskSource::Trained(absl::Span<const int64_t> origins) { progress_.Processed(origins); }
 
-void LeasedTaskSource::InputEnded() {
-  MutexLock lock(&mu_);
-  std::vector<int64_t> read;
-  for (const auto& [id, t] : tracked_) {
-    if (t.total >= 0) read.push_back(id);
-  }
-  for (int64_t id : read) {
-    Tracked& t = tracked_[id];
-    if (t.trained < t.total) {
-      LOG(INFO) << "data task " << id << ": " << t.total - t.trained << " of its " << t.total
-                << " records were not trained (a dropped final partial batch)";
-      t.total = t.trained;
-    }
-    MaybeDone(id, t);
-  }
-}
+void LeasedTaskSource::InputEnded() { progress_.InputEnded(); }
 
 absl::Status LeasedTaskSource::Flush() {
+  RETURN_IF_ERROR(CommitCompleted());
   {
     MutexLock lock(&mu_);
     if (to_report_.empty()) return absl::OkStatus();

@@ -18,24 +18,28 @@
 // the queue ends (false).
 //
 // A task is done when the pipeline read it to its end (TaskRead, with its record count) and that
-// many of its records were trained. InputEnded() also completes the tasks read whose records were
-// not all trained (a dropped final partial batch), with the records that were.
+// many of its records were trained (data/task_progress.h). InputEnded() also completes the tasks
+// read whose records were not all trained (a dropped final partial batch), with the records that
+// were. LeasedTaskOptions::before_report runs on each completed task before it is reported: a
+// prediction commits the task's output file there, so the coordinator never counts a task whose
+// output is not in place.
 //
 // Thread safety: thread-safe (the pipeline's assembler calls Next and a parse thread TaskRead
 // while the training thread calls Trained).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "shoal/base/mutex.h"
+#include "shoal/data/task_progress.h"
 #include "shoal/data/task_source.h"
 #include "shoal/rpc/coordinator_service.h"
 
@@ -44,6 +48,9 @@ namespace shoal {
 struct LeasedTaskOptions {
   absl::Duration poll_interval = absl::Milliseconds(200);  // between "wait" answers
   absl::Duration wait_timeout = absl::Hours(24);           // WaitForWork gives up after this
+  // Called once per completed task before it is reported (from whichever thread reports: the
+  // pipeline's or the trainer's); its error fails that report and is returned to the caller.
+  std::function<absl::Status(const CompletedTask&)> before_report;
 };
 
 class LeasedTaskSource final : public TaskSource {
@@ -72,12 +79,8 @@ class LeasedTaskSource final : public TaskSource {
   int64_t tasks_done() const;
 
  private:
-  struct Tracked {
-    int64_t total = -1;  // records, once read to the end
-    int64_t trained = 0;
-  };
-  // Moves `id` to the report list when it is complete.
-  void MaybeDone(int64_t id, const Tracked& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs before_report on the tasks completed since the last call and queues them for reporting.
+  absl::Status CommitCompleted();
   // One LeaseTask call with the completions gathered so far (kept for a retry on failure).
   absl::StatusOr<TaskLease> Call(bool want_task);
 
@@ -86,8 +89,9 @@ class LeasedTaskSource final : public TaskSource {
   const uint64_t incarnation_;
   const LeasedTaskOptions options_;
 
+  TaskProgress progress_{TaskProgress::Track::kExpected};
   mutable Mutex mu_;
-  absl::flat_hash_map<int64_t, Tracked> tracked_ ABSL_GUARDED_BY(mu_);
+  // Completed, passed before_report, and not acknowledged by the coordinator yet.
   std::vector<TaskDone> to_report_ ABSL_GUARDED_BY(mu_);
   std::optional<DataTask> primed_ ABSL_GUARDED_BY(mu_);  // leased by WaitForWork
   int64_t leased_ ABSL_GUARDED_BY(mu_) = 0;
