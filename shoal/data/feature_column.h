@@ -20,9 +20,11 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "shoal/data/raw_batch.h"
 #include "shoal/tensor/tensor.h"
 
 namespace shoal {
@@ -159,6 +161,9 @@ struct FeatureBatch {
   Tensor labels;  // [B, 1]; empty (size 0) without a label column
   // Per example, the id of the data task it came from (RawBatch::origins; -1 when unknown).
   std::vector<int64_t> origins;
+  // Raw input columns carried along unchanged for the output of a prediction (an id, the label),
+  // by name; empty unless the input was asked for them (FeatureInput::Options::passthrough).
+  std::vector<std::pair<std::string, RawColumn>> passthrough;
 };
 
 // The mmh3 seed that keeps a wide column's ids apart from other columns' in a shared table: the

@@ -653,7 +653,11 @@ absl::Status Estimator::Predict(const InputFn& input, const PredictOptions& opti
   int64_t batches = 0;
   while (true) {
     absl::Status next = source->Next(&batch);
-    if (absl::IsOutOfRange(next)) break;
+    if (absl::IsOutOfRange(next)) {
+      ASSIGN_OR_RETURN(const bool more, source->Resume(), "prediction input");
+      if (more) continue;
+      break;
+    }
     RETURN_IF_ERROR_CTX(next, "prediction input");
     context.batch_size = batch.batch_size;
     RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::BeforeRun, context));
@@ -661,17 +665,20 @@ absl::Status Estimator::Predict(const InputFn& input, const PredictOptions& opti
       ASSIGN_OR_RETURN(const EstimatorSpec spec, PredictStep(batch));
       PredictBatch out;
       out.batch_size = batch.batch_size;
+      out.features = &batch;
       for (const auto& [name, value] : spec.predictions)
         out.outputs.emplace_back(name, &value->value);
       return sink(out);
     }();
     ctx.EndStep();
     RETURN_IF_ERROR_CTX(status, "prediction batch ", batches + 1);
+    source->BatchTrained(batch);
     ++batches;
     context.examples += batch.batch_size;
     RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::AfterRun, context));
     if (context.stop_requested) break;
   }
+  RETURN_IF_ERROR_CTX(source->Flush(), "prediction input");
   return RunHooks(options.hooks, &SessionRunHook::End, context);
 }
 

@@ -150,6 +150,8 @@ struct EvalResult {
 struct PredictBatch {
   int64_t batch_size = 0;
   std::vector<std::pair<std::string, const Tensor*>> outputs;
+  // The batch predicted on: its origins (data task ids) and pass-through columns.
+  const FeatureBatch* features = nullptr;
 };
 
 struct PredictOptions {
@@ -166,7 +168,9 @@ class Estimator {
                                                   const TrainOptions& options);
   [[nodiscard]] absl::StatusOr<EvalResult> Evaluate(const InputFn& input,
                                                     const EvalOptions& options);
-  // Calls `sink` once per batch; its error stops the run.
+  // Calls `sink` once per batch; its error stops the run. Follows the BatchSource protocol of
+  // leased data tasks as Train does (BatchTrained after the sink, Resume, Flush), so trainers of
+  // a cluster can predict the tasks they lease.
   [[nodiscard]] absl::Status Predict(const InputFn& input, const PredictOptions& options,
                                      const std::function<absl::Status(const PredictBatch&)>& sink);
   // Writes <export_dir_base>/<version>/ (docs/formats.md, "Export": version = unix seconds, the
@@ -179,6 +183,8 @@ class Estimator {
   [[nodiscard]] absl::StatusOr<std::string> SaveCheckpoint();
 
   int64_t global_step() const { return global_step_; }
+  // The checkpoint the model was last restored from ("" when none).
+  const std::string& loaded_checkpoint() const { return loaded_checkpoint_; }
   const EstimatorConfig& config() const { return config_; }
   const ModelSpec& model_spec() const { return spec_; }
   // Evaluations run by TrainAndEvaluate during the current training, oldest first.

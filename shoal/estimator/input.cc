@@ -147,6 +147,18 @@ absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& 
   }
   if (!options.require_label && schema.IndexOf(used.label.source) < 0) used.label.source.clear();
   ASSIGN_OR_RETURN(FeatureSet features, FeatureSet::Create(used, schema, fs), name);
+  std::vector<std::pair<std::string, int>> passthrough;
+  for (const std::string& column : options.passthrough) {
+    const int index = schema.IndexOf(column);
+    if (index < 0) {
+      std::vector<std::string> names;
+      for (const ColumnSpec& c : schema.columns) names.push_back(c.name);
+      return absl::InvalidArgumentError(absl::StrCat(name, ": pass-through column '", column,
+                                                     "' is not a column of the input (",
+                                                     absl::StrJoin(names, ", "), ")"));
+    }
+    passthrough.emplace_back(column, index);
+  }
 
   StaticTaskOptions tasks = input.TaskOptions();
   if (options.num_epochs_override >= 0) tasks.num_epochs = options.num_epochs_override;
@@ -173,12 +185,14 @@ absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& 
           absl::StrCat(name, ": fashion_mnist input is not read through leased data tasks"));
     }
     source = std::make_unique<SharedTaskSource>(options.leased);
-    pipeline_options.on_task_read = [leased = options.leased](const DataTask& task,
-                                                              int64_t records) {
+    pipeline_options.on_task_read = [leased = options.leased, also = options.on_task_read](
+                                        const DataTask& task, int64_t records) {
       leased->TaskRead(task, records);
+      if (also) also(task, records);
     };
   } else {
     ASSIGN_OR_RETURN(source, StaticTaskSource::Create(fs, tasks, plan.reader.format), name);
+    pipeline_options.on_task_read = options.on_task_read;
   }
 
   // Called by the pipeline's parse threads: captures only immutable state (and `fs`, thread-safe).
@@ -196,8 +210,10 @@ absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& 
   ASSIGN_OR_RETURN(
       std::unique_ptr<Pipeline> pipeline,
       Pipeline::Create(pipeline_options, std::move(source), std::move(readers), plan.parser), name);
-  return std::unique_ptr<FeatureInput>(
+  auto created = std::unique_ptr<FeatureInput>(
       new FeatureInput(std::string(name), std::move(features), std::move(pipeline)));
+  created->passthrough_ = std::move(passthrough);
+  return created;
 }
 
 absl::Status FeatureInput::Next(FeatureBatch* batch) {
@@ -205,6 +221,16 @@ absl::Status FeatureInput::Next(FeatureBatch* batch) {
   if (absl::IsOutOfRange(status)) return status;
   RETURN_IF_ERROR_CTX(status, name_);
   RETURN_IF_ERROR_CTX(features_.TransformInto(raw_, batch), name_);
+  batch->passthrough.resize(passthrough_.size());
+  for (size_t i = 0; i < passthrough_.size(); ++i) {
+    const auto& [column, index] = passthrough_[i];
+    const RawColumn& raw = raw_.column(index);
+    batch->passthrough[i].first = column;
+    RawColumn& out = batch->passthrough[i].second;
+    if (out.type() != raw.type()) out = RawColumn(raw.type());
+    out.Clear();
+    out.Append(raw);
+  }
   return absl::OkStatus();
 }
 

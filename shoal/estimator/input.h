@@ -61,6 +61,12 @@ class FeatureInput {
     // Tasks leased from the coordinator instead of the static task list (cluster trainers):
     // the pipeline reads the tasks it hands out and reports each task read to it.
     std::shared_ptr<LeasedTaskSource> leased;
+    // Raw columns of the input to carry into FeatureBatch::passthrough (they must be in the
+    // input's schema; INVALID_ARGUMENT naming the column and the schema otherwise).
+    std::vector<std::string> passthrough;
+    // Called from a parse thread when a task has been read to its end (with static tasks too;
+    // PipelineOptions::on_task_read), e.g. to track which tasks a consumer has finished.
+    std::function<void(const DataTask& task, int64_t records)> on_task_read;
   };
 
   // `name` ("input.train") prefixes every error.
@@ -91,6 +97,7 @@ class FeatureInput {
   const FeatureSet features_;
   const std::unique_ptr<Pipeline> pipeline_;
   RawBatch raw_;
+  std::vector<std::pair<std::string, int>> passthrough_;  // name, schema index
 };
 
 }  // namespace shoal

@@ -155,6 +155,24 @@ InputFn InputFromConfig(FileSystems& fs, const FeatureColumns& columns, const In
   };
 }
 
+absl::StatusOr<InputConfig> PredictionInputFromJob(const JobConfig& job,
+                                                   const std::vector<std::string>& files) {
+  InputConfig input = job.eval_input;
+  if (!files.empty()) {
+    if (input.files.empty()) input = job.train_input;
+    input.files = files;
+  }
+  if (input.files.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(job.path, ": nothing to predict on: set input.eval or give the input files"));
+  }
+  input.num_epochs = 1;
+  input.shuffle_files = false;
+  input.pipeline.shuffle_buffer = 0;
+  input.pipeline.drop_remainder = false;
+  return input;
+}
+
 TrainSpec TrainSpecFromJob(FileSystems& fs, const JobConfig& job) {
   TrainSpec spec;
   spec.input = InputFromConfig(fs, job.features, job.train_input, "input.train");

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "shoal/estimator/estimator.h"
@@ -33,6 +34,12 @@ namespace shoal {
 // Opens `input` (named `name` in errors, e.g. "input.eval") from its start on each call.
 InputFn InputFromConfig(FileSystems& fs, const FeatureColumns& columns, const InputConfig& input,
                         std::string name, const FeatureInput::Options& options = {});
+
+// The input a prediction reads: input.eval's settings (input.train's without one) with `files`
+// when given, one epoch in file order, every row kept (no shuffle, no dropped remainder).
+// INVALID_ARGUMENT when there is nothing to predict on.
+[[nodiscard]] absl::StatusOr<InputConfig> PredictionInputFromJob(
+    const JobConfig& job, const std::vector<std::string>& files);
 
 // input.train with run.max_steps; input.eval with the eval section (no input when not set).
 TrainSpec TrainSpecFromJob(FileSystems& fs, const JobConfig& job);

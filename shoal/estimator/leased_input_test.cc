@@ -1,18 +1,22 @@
 // The data-task protocol in one process: two trainer threads read one CSV file through
 // LeasedTaskSource from an in-process Coordinator, as a chief and a worker do over gRPC. Every
-// record is read and trained exactly once per epoch, whichever thread leases its task. Threads:
-// also run under ThreadSanitizer (label concurrency).
+// record is read and trained exactly once per epoch, whichever thread leases its task; a
+// prediction writes every row once into the file of its task. Threads: also run under
+// ThreadSanitizer (label concurrency).
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "shoal/coordinator/coordinator.h"
 #include "shoal/data/task_source.h"
 #include "shoal/estimator/job.h"
+#include "shoal/estimator/prediction_output.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
@@ -126,6 +130,118 @@ TEST(LeasedInputTest, TwoTrainersReadEveryRecordExactlyOncePerEpoch) {
   int64_t done = 0;
   for (const auto& [holder, n] : stats.tasks_by_holder) done += n;
   EXPECT_EQ(done, kEpochs * static_cast<int64_t>(tasks.size()));
+}
+
+// Two trainers predict one epoch's tasks into one file per task, each committing a task's file
+// (from its pipeline's thread) before reporting it done while its training thread appends rows.
+TEST(LeasedInputTest, TwoTrainersPredictEveryRowOnceIntoItsTasksFile) {
+  FileSystems& fs = DefaultFileSystems();
+  const std::string dir = JoinPath(::testing::TempDir(), "leased_predict_test");
+  const std::string path = JoinPath(::testing::TempDir(), "leased_predict_test.csv");
+  std::string csv = "id,x\n";
+  for (int i = 0; i < kRows; ++i) absl::StrAppend(&csv, "r", i, ",", i % 7, "\n");
+  FileSystem* local = fs.For(path).value();
+  ASSERT_TRUE(WriteStringToFile(*local, path, csv).ok());
+  local->DeleteRecursively(dir).IgnoreError();
+  ASSERT_TRUE(PreparePredictionOutput(*local, dir).ok());
+
+  InputConfig input;
+  input.files = {path};
+  input.format = "csv";
+  input.schema.columns = {{.name = "id", .type = ValueType::kString},
+                          {.name = "x", .type = ValueType::kFloat}};
+  input.split_bytes = 256;
+  input.pipeline.batch_size = 16;
+  input.pipeline.num_parse_threads = 2;
+  FeatureColumns columns;
+  NumericColumn x;
+  x.name = "x";
+  columns.numeric = {x};
+  StaticTaskOptions cut = input.TaskOptions();
+  auto static_tasks = StaticTaskSource::Create(fs, cut, RecordFormat::kText);
+  ASSERT_TRUE(static_tasks.ok()) << static_tasks.status();
+  std::vector<InputTask> tasks;
+  for (const DataTask& t : (*static_tasks)->epoch_tasks()) {
+    tasks.push_back({.path = t.path, .begin = t.begin, .end = t.end});
+  }
+  ASSERT_GE(tasks.size(), 8u);
+
+  ClusterSpec cluster;
+  cluster.chief = {"chief:1"};
+  cluster.worker = {"w0:1"};
+  cluster.ps = {"p0:1"};
+  cluster.task = {.role = TaskRole::kChief, .index = 0};
+  Coordinator coordinator({.cluster = cluster});
+  const TaskId trainers[] = {{.role = TaskRole::kChief, .index = 0},
+                             {.role = TaskRole::kWorker, .index = 0}};
+  for (const TaskId& t : trainers) ASSERT_TRUE(coordinator.Register(t, 1).ok());
+  ASSERT_TRUE(coordinator.SetDataTasks(tasks, {.num_epochs = 1}, "").ok());
+  ASSERT_TRUE(coordinator.SetModelReady(0, "").ok());
+
+  // Each trainer "predicts" x itself as output "p".
+  std::vector<absl::Status> results(2);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 2; ++k) {
+    threads.emplace_back([&, k] {
+      results[k] = [&]() -> absl::Status {
+        PredictionOutput files(*local, dir, absl::StrCat("t", k));
+        LeasedTaskOptions lease_options{.poll_interval = absl::Milliseconds(2)};
+        lease_options.before_report = [&files](const CompletedTask& done) {
+          return files.Commit(done.id);
+        };
+        FeatureInput::Options options;
+        options.require_label = false;
+        options.passthrough = {"id"};
+        options.leased =
+            std::make_shared<LeasedTaskSource>(&coordinator, trainers[k], 1, lease_options);
+        ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
+                         InputFromConfig(fs, columns, input, "input.predict", options)());
+        FeatureBatch batch;
+        while (true) {
+          absl::Status next = source->Next(&batch);
+          if (absl::IsOutOfRange(next)) {
+            ASSIGN_OR_RETURN(const bool more, source->Resume());
+            if (!more) break;
+            continue;
+          }
+          RETURN_IF_ERROR(next);
+          PredictBatch predicted;
+          predicted.batch_size = batch.batch_size;
+          predicted.outputs = {{"p", &batch.dense}};
+          predicted.features = &batch;
+          RETURN_IF_ERROR(files.Append(predicted));
+          source->BatchTrained(batch);
+        }
+        return source->Flush();
+      }();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(results[0].ok()) << results[0];
+  ASSERT_TRUE(results[1].ok()) << results[1];
+  const TaskQueueStats stats = coordinator.DataTaskStats().value();
+  EXPECT_EQ(stats.tasks_done_per_epoch, std::vector<int64_t>{stats.tasks_per_epoch});
+  absl::StatusOr<std::vector<std::string>> files =
+      FinishPredictionOutput(*local, dir, stats.tasks_per_epoch, {.rows = kRows});
+  ASSERT_TRUE(files.ok()) << files.status();
+
+  // Every row once, with its own x, in the file of the task that holds it.
+  std::map<int, int> seen;
+  for (const std::string& file : *files) {
+    const std::string text = ReadFileToString(*local, file).value();
+    for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+      // {"id":"r17","p":[3.0]}
+      const size_t r = line.find("\"r");
+      const size_t end = line.find('"', r + 1);
+      int id_value = -1;
+      ASSERT_TRUE(absl::SimpleAtoi(line.substr(r + 2, end - r - 2), &id_value)) << line;
+      ++seen[id_value];
+      EXPECT_NE(line.find(absl::StrCat("\"p\":[", id_value % 7, ".0]")), absl::string_view::npos)
+          << line;
+    }
+  }
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kRows));
+  for (const auto& [id_value, n] : seen) ASSERT_EQ(n, 1) << "id " << id_value;
 }
 
 }  // namespace

@@ -24,9 +24,11 @@
 #include "shoal/estimator/input.h"
 #include "shoal/estimator/job.h"
 #include "shoal/estimator/models.h"
+#include "shoal/estimator/prediction_output.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
+#include "shoal/launch/cluster_predict.h"
 #include "shoal/launch/member_session.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/grpc/grpc_channel.h"
@@ -61,15 +63,19 @@ class ClusterRole final : public JobRole {
 
   // Chief: the train input's data tasks, queued by the coordinator when the model is ready (with
   // the queue state of the checkpoint the model was restored from).
-  void SetDataTasks(std::vector<InputTask> tasks, TaskQueueOptions options) {
+  // `restore_state`: whether the queue resumes from the state the checkpoint keeps (training) or
+  // starts afresh (a prediction, whose tasks are not the checkpoint's).
+  void SetDataTasks(std::vector<InputTask> tasks, TaskQueueOptions options,
+                    bool restore_state = true) {
     data_tasks_ = std::move(tasks);
     queue_options_ = options;
+    restore_task_state_ = restore_state;
   }
 
   absl::Status ModelReady(int64_t global_step, const std::string& checkpoint) override {
     if (local_ != nullptr && data_tasks_.has_value()) {
       std::string state;
-      if (!checkpoint.empty()) {
+      if (!checkpoint.empty() && restore_task_state_) {
         ASSIGN_OR_RETURN(state, DataTaskState(checkpoint));
       }
       RETURN_IF_ERROR(local_->SetDataTasks(*data_tasks_, queue_options_, state));
@@ -230,6 +236,7 @@ class ClusterRole final : public JobRole {
   int64_t job_epochs_ = -1;
   std::optional<std::vector<InputTask>> data_tasks_;
   TaskQueueOptions queue_options_;
+  bool restore_task_state_ = true;
   CoordinatorService* coordinator_;
   Coordinator* local_;
   TaskId task_;
@@ -381,11 +388,11 @@ bool LeasedInput(const MemberOptions& options) {
   return options.job.train_input.format != "fashion_mnist" && options.job.run.sync_replicas == 0;
 }
 
-// One epoch of the train input cut into data tasks for the coordinator's queue: the files, or for
-// text input that is not split yet, byte ranges of about an eighth of a trainer's share (at least
-// 64 KiB), so that trainers of different speeds even out.
-absl::StatusOr<std::vector<InputTask>> EpochTasks(FileSystems& fs, const MemberOptions& options) {
-  const InputConfig& input = options.job.train_input;
+// One epoch of `input` (named `name` in errors) cut into data tasks for the coordinator's queue:
+// the files, or for text input that is not split yet, byte ranges of about an eighth of a
+// trainer's share (at least 64 KiB), so that trainers of different speeds even out.
+absl::StatusOr<std::vector<InputTask>> EpochTasks(FileSystems& fs, const MemberOptions& options,
+                                                  const InputConfig& input, const char* name) {
   StaticTaskOptions tasks = input.TaskOptions();
   tasks.num_epochs = 1;
   tasks.shuffle_files = false;
@@ -398,7 +405,7 @@ absl::StatusOr<std::vector<InputTask>> EpochTasks(FileSystems& fs, const MemberO
   ASSIGN_OR_RETURN(
       std::unique_ptr<StaticTaskSource> source,
       StaticTaskSource::Create(fs, tasks, text ? RecordFormat::kText : RecordFormat::kTFRecord),
-      "input.train");
+      name);
   std::vector<InputTask> out;
   for (const DataTask& t : source->epoch_tasks()) {
     out.push_back({.path = t.path, .begin = t.begin, .end = t.end});
@@ -457,6 +464,15 @@ absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorS
   config.parameter_shards = ps.shards;
   config.role = &role;
   ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator, Estimator::Create(fs, std::move(config)));
+  if (options.predicting()) {
+    ASSIGN_OR_RETURN(const InputConfig input,
+                     PredictionInputFromJob(options.job, options.predict_input));
+    ASSIGN_OR_RETURN(const int64_t rows, PredictLeasedTasks(*estimator, options, input,
+                                                            &coordinator, task, incarnation));
+    RETURN_IF_ERROR(role.FinishTraining(rows).status());
+    heartbeat.reset();
+    return WaitForJobEnd(&coordinator, task, incarnation, options, /*register_again=*/false);
+  }
   const int trainers = options.cluster.num_trainers();
   const int trainer = options.cluster.trainer_index(task);
   bool has_tasks = true;
@@ -508,6 +524,8 @@ absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
       case AfterFailure::kJobDone:
         LOG(WARNING) << task.ToString() << ": the job ended successfully meanwhile";
         return absl::OkStatus();
+      case AfterFailure::kJobFailed:
+        return JobFailedError(status.message());
       case AfterFailure::kGiveUp:
         return status;
     }
@@ -536,6 +554,14 @@ absl::Status ReportFinalEvaluation(FileSystem& fs, const std::string& model_dir,
 absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
   FileSystems& fs = DefaultFileSystems();
   const TaskId task = options.cluster.task;
+  if (options.predicting()) {
+    // A prediction has nothing to evaluate: the evaluator only takes part in the job's end.
+    CoordinatorConnection connection(options);
+    RETURN_IF_ERROR(connection.Reconnect(options.connect_deadline));
+    RETURN_IF_ERROR(RegisterTask(&connection.stub(), task, incarnation, options).status());
+    return WaitForJobEnd(&connection.stub(), task, incarnation, options,
+                         /*register_again=*/true, &connection);
+  }
   if (options.job.eval_input.files.empty()) {
     return absl::InvalidArgumentError("evaluator: the config has no input.eval to evaluate on");
   }
@@ -607,7 +633,7 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
     }
     if (ended) {
       if (state->phase == JobPhase::kFailed) {
-        return absl::AbortedError(absl::StrCat("the job failed: ", state->message));
+        return JobFailedError(state->message);
       }
       return absl::OkStatus();
     }
@@ -648,6 +674,22 @@ bool WaitForRollback(Coordinator& coordinator, int64_t generation, const MemberO
   }
 }
 
+// Before a prediction: a checkpoint to predict with, and an output directory without a finished
+// prediction (created when missing).
+absl::Status CheckPredictionJob(const MemberOptions& options) {
+  FileSystems& fs = DefaultFileSystems();
+  const std::string& model_dir = options.job.run.model_dir;
+  ASSIGN_OR_RETURN(FileSystem * model_fs, fs.For(model_dir), "model_dir");
+  absl::StatusOr<std::string> latest = LatestCheckpoint(*model_fs, model_dir);
+  if (absl::IsNotFound(latest.status())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no checkpoint in model_dir ", model_dir, "; train the model first"));
+  }
+  RETURN_IF_ERROR(latest.status());
+  ASSIGN_OR_RETURN(FileSystem * out_fs, fs.For(options.predict_output), "--predict-output");
+  return PreparePredictionOutput(*out_fs, options.predict_output);
+}
+
 absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::ostream& out) {
   FileSystems& fs = DefaultFileSystems();
   const TaskId task = options.cluster.task;
@@ -685,11 +727,29 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
     config.role = &role;
     ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator,
                      Estimator::Create(fs, std::move(config)));
+    if (options.predicting()) {
+      ASSIGN_OR_RETURN(const InputConfig input,
+                       PredictionInputFromJob(options.job, options.predict_input));
+      ASSIGN_OR_RETURN(std::vector<InputTask> tasks,
+                       EpochTasks(fs, options, input, "input.predict"));
+      role.SetDataTasks(std::move(tasks), {.num_epochs = 1, .shuffle = false},
+                        /*restore_state=*/false);
+      ASSIGN_OR_RETURN(const int64_t rows, PredictLeasedTasks(*estimator, options, input,
+                                                              &coordinator, task, incarnation));
+      RETURN_IF_ERROR(role.FinishTraining(rows).status());
+      RETURN_IF_ERROR(FinishClusterPrediction(coordinator, *estimator, options, out));
+      if (std::optional<TaskQueueStats> stats = coordinator.DataTaskStats(); stats.has_value()) {
+        out << "data tasks: " << DataTaskSummary(*stats) << "\n";
+      }
+      out.flush();
+      return role.CompletionStage("shutdown");
+    }
     const int trainers = options.cluster.num_trainers();
     InputConfig input = options.job.train_input;
     FeatureInput::Options shard;
     if (LeasedInput(options)) {
-      ASSIGN_OR_RETURN(std::vector<InputTask> tasks, EpochTasks(fs, options));
+      ASSIGN_OR_RETURN(std::vector<InputTask> tasks,
+                       EpochTasks(fs, options, options.job.train_input, "input.train"));
       role.SetDataTasks(std::move(tasks), {.num_epochs = input.num_epochs,
                                            .shuffle = input.shuffle_files,
                                            .seed = input.pipeline.seed});
@@ -731,16 +791,24 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
     out.flush();
     return role.CompletionStage("shutdown");
   };
-  absl::Status status;
-  while (true) {
+  // A prediction fails at once without a model to predict with or into a finished output (not
+  // after waiting for a rollback); the other tasks learn it when they register.
+  absl::Status status = options.predicting() ? CheckPredictionJob(options) : absl::OkStatus();
+  if (!status.ok()) {
+    coordinator.Register(task, incarnation).IgnoreError();
+    coordinator.WaitForRegistration(absl::Seconds(5)).IgnoreError();
+  }
+  // Generations until one ends the job; a failed one is followed by another when the cluster
+  // rolls back.
+  while (status.ok()) {
     status = run_generation();
     if (status.ok() || !WaitForRollback(coordinator, generation, options, status)) break;
     incarnation = NewIncarnation();
     LOG(WARNING) << "chief: " << status.message() << "; loading the model again (generation "
                  << coordinator.CheckForFailures() << ")";
+    status = absl::OkStatus();
   }
   coordinator.EndJob(status.ok(), status.message()).IgnoreError();
-  // Let the other tasks see the end at their next heartbeat before the coordinator goes away.
   // Let every other live task see the end at its next heartbeat before the coordinator goes
   // away (an evaluator busy with an evaluation may take a while; a dead task is not waited for).
   const absl::Time ended = absl::Now();
@@ -758,6 +826,20 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
 }
 
 }  // namespace
+
+namespace {
+constexpr char kJobFailedPayload[] = "shoal.launch/job-failed";
+}  // namespace
+
+absl::Status JobFailedError(absl::string_view message) {
+  absl::Status status = absl::AbortedError(absl::StrCat("the job failed: ", message));
+  status.SetPayload(kJobFailedPayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsJobFailedError(const absl::Status& status) {
+  return status.GetPayload(kJobFailedPayload).has_value();
+}
 
 absl::Status RunClusterMember(const MemberOptions& options, std::ostream& out) {
   if (options.secret.size() < 16) {

@@ -12,6 +12,10 @@
 //   evaluator  evaluates each new checkpoint in model_dir (throttled by eval.throttle_secs) with
 //              its own copy of the model, and the final one after the job ended; then exits
 //
+// With MemberOptions::predict_output the job is a batch prediction instead (cluster_predict.h):
+// the chief restores the latest checkpoint, chief and workers predict the data tasks they lease,
+// and an evaluator only waits for the end.
+//
 // Every connection retries with backoff until `connect_deadline` and then fails naming the task and
 // address it waited for; every call has a deadline. All traffic carries the job's secret.
 //
@@ -24,8 +28,10 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "shoal/estimator/job_config.h"
 #include "shoal/rpc/cluster_spec.h"
@@ -46,7 +52,21 @@ struct MemberOptions {
   absl::Duration heartbeat_timeout = absl::Seconds(30);
   // The job's completion ends within this of the stop (run.completion_timeout_secs).
   absl::Duration completion_timeout = absl::Minutes(30);
+  // Batch prediction instead of training when predict_output is set (launch/cluster_predict.h):
+  // the input's globs (empty: input.eval's files), the output directory, and input columns to
+  // copy into every output line.
+  std::vector<std::string> predict_input;
+  std::string predict_output;
+  std::vector<std::string> passthrough;
+  bool predicting() const { return !predict_output.empty(); }
 };
+
+// A member that stops because the chief failed the job (not because of its own error) returns
+// JobFailedError; `shoal run` then exits with kJobFailedExitCode, and `shoal launch` does not
+// start such a worker again.
+inline constexpr int kJobFailedExitCode = 3;
+[[nodiscard]] absl::Status JobFailedError(absl::string_view message);
+bool IsJobFailedError(const absl::Status& status);
 
 // Runs this member until the job ends. Results (chief) go to `out`.
 [[nodiscard]] absl::Status RunClusterMember(const MemberOptions& options, std::ostream& out);

@@ -26,6 +26,7 @@
 #include "nlohmann/json.hpp"
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
+#include "shoal/launch/cluster_member.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, for posix_spawn
 
@@ -277,7 +278,9 @@ absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
         // signal killed them (an exit code is their verdict on the job, e.g. a config error).
         const bool worker = absl::StartsWith(c.name, "worker:");
         const bool killed_by_signal = WIFSIGNALED(status);
-        const bool may_restart = worker ? c.exit_code != 0 : killed_by_signal;
+        // A worker exiting with kJobFailedExitCode saw the chief fail the job: no restart.
+        const bool may_restart =
+            worker ? c.exit_code != 0 && c.exit_code != kJobFailedExitCode : killed_by_signal;
         if (i == chief && !(may_restart && c.restarts < options.max_restarts &&
                             term_sent == absl::InfiniteFuture())) {
           chief_exit = absl::Now();

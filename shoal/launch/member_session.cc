@@ -82,7 +82,7 @@ absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
       RETURN_IF_ERROR(completion.Check(*state));
       if (state->phase == JobPhase::kDone) return absl::OkStatus();
       if (state->phase == JobPhase::kFailed) {
-        return absl::AbortedError(absl::StrCat("the job failed: ", state->message));
+        return JobFailedError(state->message);
       }
     } else if (absl::Now() - last_ok > CoordinatorLossLimit(options)) {
       return absl::UnavailableError(absl::StrCat(
@@ -118,9 +118,8 @@ AfterFailure AfterTrainerFailure(CoordinatorConnection& connection, const TaskId
     const absl::Duration waited = absl::Now() - start;
     if (state.ok()) {
       if (state->phase == JobPhase::kDone) return AfterFailure::kJobDone;
-      if (state->phase == JobPhase::kFailed || waited >= while_running) {
-        return AfterFailure::kGiveUp;
-      }
+      if (state->phase == JobPhase::kFailed) return AfterFailure::kJobFailed;
+      if (waited >= while_running) return AfterFailure::kGiveUp;
     } else if (waited >= CoordinatorLossLimit(options)) {
       return AfterFailure::kGiveUp;
     } else if (absl::IsUnavailable(state.status())) {

@@ -147,11 +147,12 @@ class CompletionWatch {
 // shows up as UNAVAILABLE, or FAILED_PRECONDITION from a restarted one) before it gives up.
 bool MayBeRollback(const absl::Status& status);
 
-enum class AfterFailure { kRejoin, kJobDone, kGiveUp };
+enum class AfterFailure { kRejoin, kJobDone, kJobFailed, kGiveUp };
 
 // A worker whose training failed with `failure`: kRejoin when the coordinator retired its
 // incarnation (a rollback: ABORTED) or does not know it (a restarted chief: FAILED_PRECONDITION),
-// kJobDone when the job ended successfully meanwhile, else kGiveUp -- after waiting long enough
+// kJobDone when the job ended successfully meanwhile, kJobFailed when the chief failed it, else
+// kGiveUp -- after waiting long enough
 // for the coordinator to declare a lost PS dead (heartbeat_timeout) or for a lost chief to come
 // back (CoordinatorLossLimit).
 AfterFailure AfterTrainerFailure(CoordinatorConnection& connection, const TaskId& task,

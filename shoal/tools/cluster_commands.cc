@@ -17,6 +17,20 @@
 
 namespace shoal {
 
+namespace {
+
+// --predict-input and --passthrough only make sense with --predict-output.
+absl::Status CheckPredictionFlags(const JobCommandOptions& job) {
+  if (job.predict_output.empty() && (!job.predict_inputs.empty() || !job.passthrough.empty())) {
+    return absl::InvalidArgumentError(
+        "--predict-input and --passthrough need --predict-output DIR (the prediction's output "
+        "directory)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status RunRunCommand(const RunCommandOptions& options, std::ostream& out) {
   FileSystems& fs = DefaultFileSystems();
   MemberOptions member;
@@ -58,6 +72,10 @@ absl::Status RunRunCommand(const RunCommandOptions& options, std::ostream& out) 
   ASSIGN_OR_RETURN(member.job, LoadJobConfig(fs, options.job.config, overrides));
   member.heartbeat_timeout = absl::Seconds(member.job.run.heartbeat_timeout_secs);
   member.completion_timeout = absl::Seconds(member.job.run.completion_timeout_secs);
+  RETURN_IF_ERROR(CheckPredictionFlags(options.job));
+  member.predict_input = options.job.predict_inputs;
+  member.predict_output = options.job.predict_output;
+  member.passthrough = options.job.passthrough;
   return RunClusterMember(member, out);
 }
 
@@ -79,6 +97,19 @@ absl::StatusOr<int> RunLaunchCommand(const LaunchCommandOptions& options) {
   for (const std::string& p : options.job.plugins) {
     launch.run_args.push_back("--plugin");
     launch.run_args.push_back(p);
+  }
+  RETURN_IF_ERROR(CheckPredictionFlags(options.job));
+  for (const std::string& input : options.job.predict_inputs) {
+    launch.run_args.push_back("--predict-input");
+    launch.run_args.push_back(input);
+  }
+  if (!options.job.predict_output.empty()) {
+    launch.run_args.push_back("--predict-output");
+    launch.run_args.push_back(options.job.predict_output);
+  }
+  for (const std::string& column : options.job.passthrough) {
+    launch.run_args.push_back("--passthrough");
+    launch.run_args.push_back(column);
   }
   // Fail fast on a bad config, before starting processes that would all report it.
   FileSystems& fs = DefaultFileSystems();

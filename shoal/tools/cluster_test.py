@@ -9,6 +9,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -217,31 +218,38 @@ def test_data_tasks_give_every_record_exactly_once_per_epoch(tmp_path):
 
 
 def test_a_paused_worker_takes_fewer_tasks_and_epochs_stay_exact(tmp_path):
-    """worker:1 is frozen (SIGSTOP) for its first 6 seconds: the chief and worker:0 lease the tasks
-    it would have had statically, and every epoch still has each record exactly once."""
-    job = write_job(tmp_path / "job", tmp_path / "model")
+    """worker:1 is frozen (SIGSTOP) for 3 seconds once training has begun: the chief and worker:0
+    lease the tasks it would have had statically, and every epoch still has each record exactly
+    once."""
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
     model_dir = tmp_path / "m"
     launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "2",
                                "--model-dir", str(model_dir),
                                "--set", "input.train.split_bytes=1024",
                                "--set", "input.train.num_epochs=6"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(launch.stdout), daemon=True)
+    reader.start()
     try:
-        paused = None
+        # Paused once training has begun (the chief waits for every trainer to register first;
+        # on a loaded machine that may take seconds), so the pause costs worker:1 training time.
         deadline = time.time() + 60
-        while paused is None and time.time() < deadline:
-            for pid in task_pids(model_dir, "worker", 1):
-                os.kill(pid, signal.SIGSTOP)
-                paused = pid
+        while time.time() < deadline and not any(
+                re.search(r"\[(chief|worker):0\] .*step \d+ \|", line) for line in list(lines)):
             time.sleep(0.01)
-        assert paused is not None
-        time.sleep(6)
-        os.kill(paused, signal.SIGCONT)
-        out, _ = launch.communicate(timeout=240)
+        paused = task_pids(model_dir, "worker", 1)
+        assert len(paused) == 1, paused
+        os.kill(paused[0], signal.SIGSTOP)
+        time.sleep(3)
+        os.kill(paused[0], signal.SIGCONT)
+        launch.wait(timeout=240)
+        reader.join(timeout=30)
+        out = "".join(lines)
     finally:
         if launch.poll() is None:
             launch.kill()
-            launch.communicate()
+            launch.wait()
     assert launch.returncode == 0, out[-5000:]
     tasks = data_tasks(out)
     n = tasks["tasks_per_epoch"]

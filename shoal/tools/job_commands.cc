@@ -3,15 +3,20 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
 #include "shoal/base/status.h"
+#include "shoal/data/task_progress.h"
+#include "shoal/data/task_source.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/job.h"
 #include "shoal/estimator/job_config.h"
 #include "shoal/estimator/models.h"
 #include "shoal/estimator/plugin.h"
+#include "shoal/estimator/prediction_output.h"
 #include "shoal/io/file_system.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/path.h"
@@ -88,56 +93,99 @@ absl::Status RunEvaluateCommand(const JobCommandOptions& options, std::ostream& 
   return absl::OkStatus();
 }
 
+namespace {
+
+// Whether --output names a directory (one file per data task): it ends with '/' or is one.
+absl::StatusOr<bool> IsOutputDirectory(FileSystem& fs, const std::string& output) {
+  if (absl::EndsWith(output, "/")) return true;
+  ASSIGN_OR_RETURN(const bool exists, fs.FileExists(output), "--output");
+  if (!exists) return false;
+  return fs.IsDirectory(output);
+}
+
+// `shoal predict --output DIR/`: one JSON-lines file per data task of the input (each file, or
+// byte range with input.split_bytes), committed as soon as every row of it is predicted, then
+// _SUCCESS -- the layout a cluster's prediction writes (docs/prediction.md).
+absl::Status PredictIntoDirectory(Job& job, const InputConfig& input,
+                                  const FeatureInput::Options& reader_options, FileSystem& out_fs,
+                                  const std::string& dir, std::ostream& out) {
+  FileSystems& fs = DefaultFileSystems();
+  RETURN_IF_ERROR(PreparePredictionOutput(out_fs, dir));
+  StaticTaskOptions cut = input.TaskOptions();
+  const RecordFormat format =
+      input.format == "tfrecord" ? RecordFormat::kTFRecord : RecordFormat::kText;
+  ASSIGN_OR_RETURN(std::unique_ptr<StaticTaskSource> tasks,
+                   StaticTaskSource::Create(fs, cut, format), "input.predict");
+  const auto num_tasks = static_cast<int64_t>(tasks->epoch_tasks().size());
+  TaskProgress progress(TaskProgress::Track::kAll);
+  FeatureInput::Options reader = reader_options;
+  reader.on_task_read = [&progress](const DataTask& task, int64_t records) {
+    progress.Read(task.id, records);
+  };
+  PredictionOutput files(out_fs, dir, "predict");
+  const auto commit_completed = [&]() -> absl::Status {
+    for (const CompletedTask& done : progress.TakeCompleted()) {
+      RETURN_IF_ERROR(files.Commit(done.id));
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(job.estimator->Predict(
+      InputFromConfig(fs, job.config.features, input, "input.predict", reader), {},
+      [&](const PredictBatch& batch) -> absl::Status {
+        RETURN_IF_ERROR(files.Append(batch));
+        progress.Processed(batch.features->origins);
+        return commit_completed();
+      }));
+  progress.InputEnded();
+  RETURN_IF_ERROR(commit_completed());
+  ASSIGN_OR_RETURN(const std::vector<std::string> written,
+                   FinishPredictionOutput(out_fs, dir, num_tasks,
+                                          {.rows = files.rows(),
+                                           .global_step = job.estimator->global_step(),
+                                           .checkpoint = job.estimator->loaded_checkpoint()}));
+  out << "predicted " << files.rows() << " examples into " << dir << " (" << written.size()
+      << " file" << (written.size() == 1 ? "" : "s") << ")\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status RunPredictCommand(const JobCommandOptions& options, std::ostream& out) {
   ASSIGN_OR_RETURN(Job job, LoadJob(options));
   FileSystems& fs = DefaultFileSystems();
-  InputConfig input = job.config.eval_input;
-  if (!options.predict_inputs.empty()) {
-    if (input.files.empty()) input = job.config.train_input;
-    input.files = options.predict_inputs;
-  }
-  if (input.files.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        options.config, ": nothing to predict on: set input.eval or pass --input FILES"));
-  }
-  input.num_epochs = 1;
-  input.shuffle_files = false;
-  input.pipeline.shuffle_buffer = 0;
-  input.pipeline.drop_remainder = false;
+  ASSIGN_OR_RETURN(const InputConfig input,
+                   PredictionInputFromJob(job.config, options.predict_inputs));
   FeatureInput::Options reader;
   reader.require_label = false;
+  reader.passthrough = options.passthrough;
   // --output goes through the file systems (a local path, hdfs://, ...): written to
   // "<output>.partial" and renamed when complete, so a failed run leaves no truncated output.
   const std::string& output = options.predict_output;
-  const std::string partial = output + ".partial";
   FileSystem* output_fs = nullptr;
-  std::unique_ptr<WritableFile> file;
   if (!output.empty()) {
     ASSIGN_OR_RETURN(output_fs, fs.For(output), "--output");
+    ASSIGN_OR_RETURN(const bool directory, IsOutputDirectory(*output_fs, output));
+    if (directory) {
+      return PredictIntoDirectory(job, input, reader, *output_fs,
+                                  std::string(absl::StripSuffix(output, "/")), out);
+    }
+  }
+  const std::string partial = output + ".partial";
+  std::unique_ptr<WritableFile> file;
+  if (output_fs != nullptr) {
     ASSIGN_OR_RETURN(file, output_fs->NewWritableFile(partial), "writing predictions to ", output);
   }
-  std::string lines;
   int64_t rows = 0;
   RETURN_IF_ERROR(job.estimator->Predict(
       InputFromConfig(fs, job.config.features, input, "input.predict", reader), {},
       [&](const PredictBatch& batch) -> absl::Status {
-        for (int64_t i = 0; i < batch.batch_size; ++i) {
-          nlohmann::json line = nlohmann::json::object();
-          for (const auto& [name, value] : batch.outputs) {
-            const int64_t width = value->size() / batch.batch_size;
-            std::vector<float> row(value->data() + i * width, value->data() + (i + 1) * width);
-            line[name] = row;
-          }
-          lines += line.dump();
-          lines += '\n';
-        }
+        const std::string lines = PredictionLines(batch, 0, batch.batch_size);
         rows += batch.batch_size;
         if (file == nullptr) {
           out << lines;
         } else {
           RETURN_IF_ERROR_CTX(file->Append(lines), "writing predictions to ", partial);
         }
-        lines.clear();
         return absl::OkStatus();
       }));
   if (file == nullptr) {

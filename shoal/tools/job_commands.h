@@ -8,7 +8,8 @@
 //   evaluate  evaluates the latest checkpoint on input.eval (--steps N batches); writes
 //             MODEL_DIR/eval/metrics.json; prints the metrics
 //   predict   predictions of the latest checkpoint for input.eval (or --input FILES in the same
-//             format), as JSON lines into --output (default: `out`)
+//             format), as JSON lines into --output (default: `out`); into a directory of one
+//             file per data task plus _SUCCESS when --output is one (docs/prediction.md)
 //   export    writes an export of the latest checkpoint under --export-dir (default
 //             MODEL_DIR/export/manual); prints its path
 #pragma once
@@ -30,7 +31,9 @@ struct JobCommandOptions {
   int64_t eval_steps = -1;  // --steps; -1 = eval.steps of the config
   // predict
   std::vector<std::string> predict_inputs;  // --input globs; empty = input.eval's files
-  std::string predict_output;               // --output; empty = `out`
+  std::string predict_output;  // --output: a file, or a directory (ends with '/' or exists)
+                               // of one file per data task; empty = `out`
+  std::vector<std::string> passthrough;  // --passthrough: input columns copied to the output
   // export
   std::string export_dir;  // --export-dir; empty = MODEL_DIR/export/manual
 };

@@ -16,6 +16,7 @@
 #include "shoal/data/ctr_generator.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/hdfs/webhdfs_file_system.h"
+#include "shoal/launch/cluster_member.h"
 #include "shoal/tools/cluster_commands.h"
 #include "shoal/tools/convert.h"
 #include "shoal/tools/doctor.h"
@@ -207,13 +208,28 @@ void AddJobCommands(CLI::App& app, JobCommandOptions& options, int& exit_code) {
       options);
   predict->add_option("--input", options.predict_inputs,
                       "Files or globs in the config input's format (default: input.eval)");
-  predict->add_option("--output", options.predict_output, "JSON-lines file (default: stdout)");
+  predict->add_option("--output", options.predict_output,
+                      "JSON-lines file (default: stdout), or a directory (ending with '/', or "
+                      "existing) for one file per data task and _SUCCESS");
+  predict->add_option("--passthrough", options.passthrough,
+                      "Input columns to copy into every output line (e.g. an id)");
   predict->callback(run(RunPredictCommand));
   CLI::App* exporter = AddJobCommand(
       app, "export", "Export the latest checkpoint (docs/formats.md, \"Export\")", options);
   exporter->add_option("--export-dir", options.export_dir,
                        "Base directory (default: MODEL_DIR/export/manual)");
   exporter->callback(run(RunExportCommand));
+}
+
+// A batch prediction instead of training (docs/prediction.md).
+void AddClusterPredictionFlags(CLI::App& command, JobCommandOptions& job) {
+  command.add_option("--predict-output", job.predict_output,
+                     "Predict instead of training: the output directory (one JSON-lines file per "
+                     "data task, then _SUCCESS)");
+  command.add_option("--predict-input", job.predict_inputs,
+                     "With --predict-output: files or globs to predict on (default: input.eval)");
+  command.add_option("--passthrough", job.passthrough,
+                     "With --predict-output: input columns to copy into every output line");
 }
 
 void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOptions& launch,
@@ -228,10 +244,15 @@ void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOpti
   run_cmd->add_option("--tls-cert", run.tls_cert_file, "TLS: this server's certificate (PEM)");
   run_cmd->add_option("--tls-key", run.tls_key_file, "TLS: this server's private key (PEM)");
   run_cmd->add_option("--tls-ca", run.tls_ca_file, "TLS: the CA of the peers' certificates");
+  AddClusterPredictionFlags(*run_cmd, run.job);
   run_cmd->callback([&run, &exit_code] {
     absl::Status status = RunRunCommand(run, std::cout);
     std::cout.flush();
-    if (!status.ok()) exit_code = ReportError(status);
+    if (!status.ok()) {
+      exit_code = ReportError(status);
+      // The chief failed the job: nothing for a launcher to start again.
+      if (IsJobFailedError(status)) exit_code = kJobFailedExitCode;
+    }
   });
   CLI::App* launch_cmd = AddJobCommand(
       app, "launch",
@@ -255,6 +276,7 @@ void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOpti
                    "a PS or the evaluator when a signal killed it")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));
+  AddClusterPredictionFlags(*launch_cmd, launch.job);
   launch_cmd->callback([&launch, &exit_code] {
     absl::StatusOr<int> code = RunLaunchCommand(launch);
     if (!code.ok()) {
