@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
 #include "shoal/estimator/input.h"
@@ -20,8 +21,10 @@ absl::StatusOr<int64_t> PredictLeasedTasks(Estimator& estimator, const MemberOpt
                                            uint64_t incarnation) {
   FileSystems& fs = DefaultFileSystems();
   ASSIGN_OR_RETURN(FileSystem * out_fs, fs.For(options.predict_output), "--predict-output");
+  // "worker-1-<incarnation>": HDFS refuses ':' in names.
   PredictionOutput files(*out_fs, options.predict_output,
-                         absl::StrCat(task.ToString(), "-", absl::Hex(incarnation)));
+                         absl::StrCat(absl::StrReplaceAll(task.ToString(), {{":", "-"}}), "-",
+                                      absl::Hex(incarnation)));
   LeasedTaskOptions lease_options;
   lease_options.before_report = [&files](const CompletedTask& done) {
     return files.Commit(done.id);

@@ -177,6 +177,25 @@ def test_predict_writes_its_output_to_hdfs(trained, shoal):
     assert "predictions.jsonl.partial" not in names, names
 
 
+def test_a_cluster_predicts_into_one_file_per_task_on_hdfs(trained, shoal):
+    """`shoal launch --predict-output hdfs://...`: the trainers rename each task's file into place
+    on HDFS (RENAME with OVERWRITE) and the chief writes _SUCCESS; every passenger once."""
+    output = f"{trained.uri}/scores"
+    result = shoal("launch", trained.config, "--ps", "1", "--workers", "1",
+                   "--model-dir", trained.model_dir, "--predict-output", output,
+                   "--passthrough", "PassengerId", "--set", "input.eval.split_bytes=8192")
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+    success = json.loads(trained.hdfs.read(f"{trained.root}/scores/_SUCCESS"))
+    names = sorted(trained.hdfs.list(f"{trained.root}/scores"))
+    parts = [f"part-{i:05d}.jsonl" for i in range(success["tasks"])]
+    assert success["tasks"] >= 2 and names == sorted(parts + ["_SUCCESS"]), (success, names)
+    ids = []
+    for name in parts:
+        text = trained.hdfs.read(f"{trained.root}/scores/{name}").decode()
+        ids += [json.loads(line)["PassengerId"] for line in text.splitlines()]
+    assert len(ids) == len(set(ids)) == success["rows"] > 0, success
+
+
 def test_evaluate_restores_from_hdfs(trained):
     written = trained.hdfs.read_json(f"{trained.root}/model/eval/metrics.json")
     assert written["checkpoint"] == trained.summary["checkpoint"]

@@ -107,7 +107,7 @@ def test_a_cluster_scores_every_row_exactly_once_with_a_worker_killed(trained, t
         deadline = time.time() + 120
         killed = False
         while time.time() < deadline and launch.poll() is None:
-            if out_dir.is_dir() and any(".worker:0-" in name for name in os.listdir(out_dir)):
+            if out_dir.is_dir() and any(".worker-0-" in name for name in os.listdir(out_dir)):
                 victims = task_pids(model_dir, "worker", 0)
                 assert len(victims) == 1, victims
                 os.kill(victims[0], signal.SIGKILL)
