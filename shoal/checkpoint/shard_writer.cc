@@ -54,6 +54,18 @@ class ShardWriter::CrcFile final : public WritableFile {
   uint32_t* const crc_;
 };
 
+uint64_t ShardDenseBytesEstimate(int64_t elements, int num_slots) {
+  const uint64_t data =
+      static_cast<uint64_t>(elements) * 4 * (1 + static_cast<uint64_t>(num_slots));
+  return data + data / 64 + 4096;  // chunk records and the entry's header
+}
+
+uint64_t ShardTableBytesEstimate(int64_t rows, int64_t dim, int num_slots) {
+  const uint64_t data = static_cast<uint64_t>(rows) *
+                        checkpoint_internal::TableRowBytes(dim, static_cast<size_t>(num_slots));
+  return data + data / 64 + 4096;
+}
+
 absl::StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(
     FileSystem& fs, absl::string_view checkpoint_dir, int shard, int num_shards,
     const ShardWriterOptions& options) {
@@ -68,6 +80,9 @@ absl::StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(
       new ShardWriter(fs, std::move(path), std::move(temp), shard, num_shards, options));
   ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs.NewWritableFile(writer->temp_path_),
                    "creating checkpoint shard file");
+  if (options.expected_bytes > 0) {
+    RETURN_IF_ERROR_CTX(file->Reserve(options.expected_bytes), "creating checkpoint shard file");
+  }
   writer->writer_ = std::make_unique<TFRecordWriter>(
       std::make_unique<CrcFile>(std::move(file), &writer->file_crc_), writer->temp_path_);
   RETURN_IF_ERROR(writer->Write(checkpoint_internal::EncodeFileHeader(shard, num_shards)));

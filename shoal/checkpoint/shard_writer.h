@@ -47,7 +47,16 @@ namespace shoal {
 struct ShardWriterOptions {
   // Target data bytes per chunk record; a chunk holds at least one element or row. Default 4 MiB.
   size_t chunk_bytes = checkpoint_format::kDefaultChunkBytes;
+  // About how large the file will be (0 = unknown): WritableFile::Reserve's hint, which lets an
+  // in-memory snapshot allocate before the caller stops updates (ShardBytesEstimate).
+  uint64_t expected_bytes = 0;
 };
+
+// About the bytes a shard file takes for a dense variable of `elements` floats, or a table of
+// `rows` rows of `dim` floats, with `num_slots` optimizer slots (records and chunk framing
+// included; within a percent for chunks of the default size).
+uint64_t ShardDenseBytesEstimate(int64_t elements, int num_slots);
+uint64_t ShardTableBytesEstimate(int64_t rows, int64_t dim, int num_slots);
 
 class ShardWriter {
  public:

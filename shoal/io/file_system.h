@@ -56,6 +56,9 @@ class WritableFile {
   [[nodiscard]] virtual absl::Status Sync() = 0;
   // Flush() and release the file. Every later call returns FAILED_PRECONDITION.
   [[nodiscard]] virtual absl::Status Close() = 0;
+  // A hint that the file will grow to about `bytes`: a memory-backed file allocates (and touches)
+  // that memory now, so that later appends only copy. Others ignore it.
+  [[nodiscard]] virtual absl::Status Reserve(uint64_t /*bytes*/) { return absl::OkStatus(); }
 };
 
 class FileSystem {

@@ -64,6 +64,19 @@ TEST_P(FileSystemTest, WriteThenRead) {
   EXPECT_EQ(Read("empty"), "");
 }
 
+// Reserve is only a hint: whatever a file system does with it, the content is what was appended.
+TEST_P(FileSystemTest, ReserveChangesNoContent) {
+  auto file = fs_->NewWritableFile(Path("r"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE((*file)->Append("ab").ok());
+  ASSERT_TRUE((*file)->Reserve(1 << 20).ok());
+  ASSERT_TRUE((*file)->Append("cd").ok());
+  ASSERT_TRUE((*file)->Reserve(1).ok());
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_EQ(Read("r"), "abcd");
+  EXPECT_EQ(*fs_->GetFileSize(Path("r")), 4u);
+}
+
 TEST_P(FileSystemTest, PositionalReads) {
   Write("f", "0123456789");
   auto file = fs_->NewRandomAccessFile(Path("f"));

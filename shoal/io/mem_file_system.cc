@@ -83,6 +83,17 @@ class MemWritableFile final : public WritableFile {
   }
   absl::Status Flush() override { return CheckOpen(); }
   absl::Status Sync() override { return CheckOpen(); }
+  absl::Status Reserve(uint64_t bytes) override {
+    RETURN_IF_ERROR(CheckOpen());
+    MutexLock lock(&data_->mu);
+    std::string& contents = data_->contents;
+    if (bytes <= contents.capacity()) return absl::OkStatus();
+    // Touch every page now (resize writes zeros), then keep the capacity.
+    const size_t size = contents.size();
+    contents.resize(static_cast<size_t>(bytes));
+    contents.resize(size);
+    return absl::OkStatus();
+  }
   absl::Status Close() override {
     RETURN_IF_ERROR(CheckOpen());
     closed_ = true;
