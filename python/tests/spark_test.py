@@ -6,8 +6,8 @@ and the config shipped with --files, as docs/spark.md tells users to.
 
 One cluster and two applications serve every test (module fixtures): `training` trains wide & deep
 on generated CTR data in files mode (1 ps, the chief, 1 worker, an evaluator), then asks for more
-processes than the cluster has slots; `failing` runs a job whose input matches no file, then one
-whose binary does not exist. About 2 minutes on 2 cores.
+processes than the cluster has slots; `failing` runs a job whose input matches no file, one that
+trains past its timeout_secs, and one whose binary does not exist. About 2 minutes on 2 cores.
 
     SHOAL_BIN=build/shoal $(SHOAL_VENV=~/.cache/shoal/venv-spark \\
       SHOAL_REQUIREMENTS=scripts/requirements-spark.txt scripts/python-env.sh) \\
@@ -174,11 +174,18 @@ def failing(cluster, workdir, package, config, data):
                                          "overrides": ctr_overrides(data, "nope-*.txt"),
                                          "model_dir": str(workdir / "model-bad"),
                                          "timeout_secs": 240}},
+        {"name": "timeout", "kwargs": {"config": config.name, "num_workers": 1, "num_ps": 1,
+                                       "evaluator": False,
+                                       "overrides": dict(ctr_overrides(data),
+                                                         **{"input.train.num_epochs": 0,
+                                                            "run.max_steps": 10**9}),
+                                       "model_dir": str(workdir / "model-endless"),
+                                       "timeout_secs": 25}},
         {"name": "no_binary", "kwargs": {"config": config.name, "num_workers": 0, "num_ps": 1,
                                          "evaluator": False, "shoal_binary": "/nonexistent/shoal",
                                          "model_dir": str(workdir / "model-no-binary")}},
     ]
-    return submit(cluster, workdir, package, config, "failing", calls, str(workdir / "model-bad"))
+    return submit(cluster, workdir, package, config, "failing", calls, str(workdir / "model-"))
 
 
 def member_logs(cluster, application_id):
@@ -289,38 +296,70 @@ def test_a_failing_member_fails_the_job_with_its_name_exit_code_and_log_tail(fai
     assert result["seconds"] < 120, result
 
 
+def running_members(model_dir):
+    """Pids of the processes whose command line holds `model_dir`."""
+    marker = str(model_dir).encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker in f.read():
+                        found.append(entry)
+            except OSError:
+                pass
+    return found
+
+
 def test_a_failed_job_runs_once_and_leaves_no_member_running(failing, cluster, workdir):
-    marker = str(workdir / "model-bad").encode()
+    model_dir = workdir / "model-bad"
 
     def running():
-        found = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/cmdline", "rb") as f:
-                        if marker in f.read():
-                            found.append(entry)
-                except OSError:
-                    pass
-        return found
+        return running_members(model_dir)
 
     # Members were running during the job; none is once it has failed (the supervisors stop them
     # within kill_grace_secs, 10 s, of their task's end).
-    assert any(b" run " in c for c in failing.seen["environ"]), failing.seen["environ"].keys()
+    assert any(str(model_dir).encode() in c for c in failing.seen["environ"])
     deadline = time.monotonic() + 30
     while running() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert running() == [], running()
     app = failing.results["application_id"]
     logs = member_logs(cluster, app)
-    # Spark did not retry the failed barrier stage: each member was started once, in stage 0.
-    assert sorted(logs) == ["chief:0", "evaluator:0", "ps:0", "worker:0"], logs
-    assert all(len(paths) == 1 for paths in logs.values()), logs
+    # Spark did not retry the failed barrier stage: the application's three jobs (bad input,
+    # timeout, no binary) each ran one stage, once, and each member of the first started once.
+    events = [json.loads(line) for line in failing.event_log.splitlines()]
+    submitted = [e["Stage Info"]["Stage ID"] for e in events
+                 if e["Event"] == "SparkListenerStageSubmitted"]
+    assert sorted(submitted) == [0, 1, 2], submitted
+    logs = {name: [p for p in paths if p.name.startswith("shoal-stage0-")]
+            for name, paths in logs.items()}
+    assert sorted(name for name, paths in logs.items() if paths) == [
+        "chief:0", "evaluator:0", "ps:0", "worker:0"], logs
+    for paths in logs.values():
+        assert len(paths) == 1 and paths[0].read_text().count(" starting ") == 1, paths
     # At least one member was still running when the stage failed, and its supervisor stopped it
     # (seeing its task end, or the SIGHUP of Spark's Python daemon when the executor stops).
     texts = "".join(paths[0].read_text() for paths in logs.values())
     assert re.search(r"shoal\.spark: stopping shoal \(pid \d+\): (its Spark task ended|signal "
                      r"\d+); SIGTERM now", texts), texts[-3000:]
+
+
+def test_a_job_past_its_timeout_is_cancelled_and_its_members_stopped(failing, cluster, workdir):
+    """timeout_secs cancels the job's stage: Spark kills the tasks' Python workers (SIGKILL), and
+    each supervisor, seeing its task's end, stops its member."""
+    result = failing.results["timeout"]
+    assert result.get("error") == "ShoalJobError", result
+    assert "did not end within timeout_secs=25" in result["message"], result
+    assert 25 <= result["seconds"] < 60, result
+    assert running_members(workdir / "model-endless") == []
+    logs = member_logs(cluster, failing.results["application_id"])
+    chief = [p for p in logs["chief:0"] if p.name.startswith("shoal-stage1-")]
+    assert len(chief) == 1, logs
+    text = chief[0].read_text()
+    assert re.search(r"step \d+ \|", text), text[-2000:]  # it was training
+    assert re.search(r"stopping shoal \(pid \d+\): (its Spark task ended|signal \d+)", text), \
+        text[-2000:]
 
 
 def test_a_missing_binary_says_where_it_looked(failing):
@@ -338,7 +377,7 @@ def all_files(directory):
 
 def test_the_job_secret_appears_in_no_log_ui_or_command_line(training, failing, cluster):
     secrets = training.secrets + failing.secrets
-    assert len(training.secrets) == 1 and len(failing.secrets) == 2, secrets
+    assert len(training.secrets) == 1 and len(failing.secrets) == 3, secrets
     # It did reach the members: their environment held it while they ran.
     held = [env for env in training.seen["environ"].values()
             if f"SHOAL_JOB_SECRET={training.secrets[0]}".encode() in env.split(b"\0")]

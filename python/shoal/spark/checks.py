@@ -41,7 +41,9 @@ def check_conf(conf: Mapping[str, str], master: str) -> List[str]:
         warnings.append(
             f"shoal.spark: spark.master is {master}: every member runs on this machine, inside "
             "one executor; barrier mode works, but nothing that differs between executors (hosts, "
-            "files shipped with --files/--archives, executor environment) is exercised")
+            "files shipped with --files/--archives, executor environment) is exercised. Start a "
+            "local-mode driver with `python driver.py`, not spark-submit: Spark's barrier task "
+            "timer keeps a spark-submit driver's JVM running after spark.stop() in local mode")
     return warnings
 
 
