@@ -369,6 +369,26 @@ def test_a_missing_binary_says_where_it_looked(failing):
     assert "shoal_binary" in result["message"], result
 
 
+def test_the_spark_example_trains_wide_and_deep(cluster, workdir, data):
+    """examples/spark/submit.sh as a user runs it on a standalone cluster (here on loopback)."""
+    model_dir = workdir / "example-model"
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "SPARK_CONF_DIR")}
+    env.update(SPARK_SUBMIT=SPARK_SUBMIT, PYSPARK_PYTHON=sys.executable, SHOAL=SHOAL,
+               SPARK_LOCAL_IP="127.0.0.1", DATA=str(data), MODEL_DIR=str(model_dir), WORKERS="1",
+               EXECUTOR_MEMORY="512m")
+    out = subprocess.run([os.path.join(REPO, "examples", "spark", "submit.sh"), "standalone",
+                          cluster.master, "--set", "run.log_step_count_steps=50"], env=env,
+                         capture_output=True, text=True, timeout=420)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    # The driver's stderr (the log) comes out on spark-submit's stdout too; the summary is the
+    # JSON object printed at the start of a line.
+    summary, _ = json.JSONDecoder().raw_decode(out.stdout[out.stdout.index("\n{") + 1:])
+    assert summary["stop_reason"] == "input exhausted", summary
+    assert summary["metrics"]["auc"] > 0.6, summary
+    assert summary["export_path"].startswith(str(model_dir / "export" / "final")), summary
+    assert os.path.isfile(os.path.join(summary["export_path"], "export.json"))
+
+
 def all_files(directory):
     for root, _, files in os.walk(directory):
         for name in files:

@@ -39,7 +39,7 @@ def check_conf(conf: Mapping[str, str], master: str) -> List[str]:
     warnings = []
     if master.startswith("local"):
         warnings.append(
-            f"shoal.spark: spark.master is {master}: every member runs on this machine, inside "
+            f"spark.master is {master}: every member runs on this machine, inside "
             "one executor; barrier mode works, but nothing that differs between executors (hosts, "
             "files shipped with --files/--archives, executor environment) is exercised. Start a "
             "local-mode driver with `python driver.py`, not spark-submit: Spark's barrier task "

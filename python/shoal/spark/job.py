@@ -132,8 +132,8 @@ def run(spark, config: str, num_workers: int, num_ps: int, evaluator: bool = Tru
                     log_tail_lines, _new_job_secret())
     group = f"shoal-{uuid.uuid4().hex[:12]}"
     description = f"shoal: {config.rsplit('/', 1)[-1]} on {what}"
-    log.info("shoal.spark: starting %s (%d of %d task slots) as job group %s", what, len(members),
-             slots, group)
+    log.info("starting %s (%d of %d task slots) as job group %s", what, len(members), slots,
+             group)
     saved = {key: sc.getLocalProperty(key) for key in
              ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")}
     sc.setJobGroup(group, description, interruptOnCancel=True)
@@ -168,7 +168,7 @@ def run(spark, config: str, num_workers: int, num_ps: int, evaluator: bool = Tru
 
     results = [json.loads(row) for row in rows]
     for r in results:
-        log.info("shoal.spark: %s at %s exited 0 (log on its executor: %s)", r["member"],
-                 r["address"], r["log"])
+        log.info("%s at %s exited 0 (log on its executor: %s)", r["member"], r["address"],
+                 r["log"])
     chief = next(r for r in results if r["member"] == "chief:0")
     return chief["summary"]
