@@ -368,6 +368,27 @@ def test_a_member_dies_with_its_task_even_when_the_task_is_sigkilled(tmp_path, i
     assert ("exit code 137" if ignores_sigterm else "exit code 143") in text, text
 
 
+def test_a_member_dies_with_its_supervisor_when_that_is_killed_outright(tmp_path):
+    """PR_SET_PDEATHSIG: a supervisor killed by SIGKILL cannot stop its member; the kernel does."""
+    pid_file = tmp_path / "member.pid"
+    supervisor = subprocess.Popen(
+        [sys.executable, "-m", "shoal.spark.supervisor", "--grace", "1", "--log",
+         str(tmp_path / "m.log"), "--", "/bin/sh", "-c", f"echo $$ > {pid_file}; exec sleep 3600"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=PYTHON_DIR)
+    try:
+        supervisor.stdin.write(b'{"env": {"PATH": "/bin:/usr/bin"}}\n')
+        supervisor.stdin.flush()
+        assert wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 10)
+        member_pid = int(pid_file.read_text())
+        supervisor.kill()
+        supervisor.wait()
+        assert wait_until(lambda: not pid_alive(member_pid), 10), "the member outlived it"
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+        supervisor.stdin.close()
+
+
 def test_the_supervisor_passes_the_exit_code_and_output_on(tmp_path):
     log = tmp_path / "m.log"
     supervisor = subprocess.Popen(

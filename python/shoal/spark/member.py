@@ -45,6 +45,7 @@ class MemberFailed(RuntimeError):
 
     def __init__(self, message: str):
         super().__init__(f"{ERROR_BEGIN}{message}{ERROR_END}")
+        self.message = message
 
 
 class MemberJob:
@@ -262,17 +263,19 @@ def run_member(job: MemberJob, _partition: Iterator) -> Iterator[str]:
         files_root = None
     cwd = os.getcwd()
     environ = dict(os.environ)
+    log_dir = job.log_dir or default_log_dir(environ, cwd)
+    log_path = os.path.join(log_dir, f"shoal-stage{context.stageId()}-{member.role}-"
+                                     f"{member.index}.log")
     try:
         binary = find_binary(job.shoal_binary, environ, files_root, cwd)
         config = find_config(job.config, files_root)
+        try:
+            os.makedirs(log_dir, exist_ok=True)
+        except OSError as e:
+            raise MemberFailed(f"cannot create the log directory {log_dir}: {e}") from e
+        sock, port = reserve_port(host)
     except MemberFailed as e:
-        raise MemberFailed(f"{member.name} on {host}: {str(e)[len(ERROR_BEGIN):-len(ERROR_END)]}")
-    log_dir = job.log_dir or default_log_dir(environ, cwd)
-    os.makedirs(log_dir, exist_ok=True)
-    log_path = os.path.join(log_dir, f"shoal-stage{context.stageId()}-{member.role}-"
-                                     f"{member.index}.log")
-
-    sock, port = reserve_port(host)
+        raise MemberFailed(f"{member.name} on {host}: {e.message}") from None
     try:
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         addresses = [json.loads(m)["address"]
