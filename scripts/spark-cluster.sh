@@ -157,6 +157,7 @@ start() {
     echo $! >"$dir/worker-$i.pid"
   done
   # Stop everything after max_seconds, whoever forgets to: a detached timer running `stop`.
+  # shellcheck disable=SC2016 # the arguments expand in the timer's shell
   setsid bash -c 'sleep "$1" && exec "$2" stop "$3"' \
     timer "$max_seconds" "$here/spark-cluster.sh" "$dir" </dev/null >>"$dir/timer.log" 2>&1 &
   echo $! >"$dir/timer.pid"

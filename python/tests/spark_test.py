@@ -53,6 +53,9 @@ def cluster(workdir):
     finally:
         subprocess.run([CLUSTER_SCRIPT, "stop", str(directory)], env=env, capture_output=True,
                        timeout=120)
+        # The logs stay for a look after a failure; the executors' copies of the binary go.
+        for copy in directory.glob("worker-*/app-*/*/shoal"):
+            copy.unlink()
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ member's message (its name, exit code and log tail), taken out of Spark's failur
 """
 
 import functools
+import json
 import logging
 import re
 import secrets
 import threading
 import uuid
-import json
 from typing import Any, Dict, Mapping, Optional
 
 from shoal.spark import checks
@@ -125,15 +125,22 @@ def run(spark, config: str, num_workers: int, num_ps: int, evaluator: bool = Tru
     conf = dict(sc.getConf().getAll())
     for warning in checks.check_conf(conf, sc.master):
         log.warning("%s", warning)
-    slots = checks.wait_for_slots(functools.partial(task_slots, sc), len(members), what, conf,
-                                  slot_wait_secs, slot_settle_secs)
+    try:
+        task_slots(sc)
+    except Exception as e:  # noqa: BLE001 - a Spark whose JVM API differs (Py4JError and kin)
+        log.warning("cannot count the application's task slots (%s); not checking them: a job "
+                    "larger than the application waits for slots", e)
+        slots = None
+    else:
+        slots = checks.wait_for_slots(functools.partial(task_slots, sc), len(members), what,
+                                      conf, slot_wait_secs, slot_settle_secs)
 
     job = MemberJob(members, config, flags, model_dir, shoal_binary, log_dir, kill_grace_secs,
                     log_tail_lines, _new_job_secret())
     group = f"shoal-{uuid.uuid4().hex[:12]}"
     description = f"shoal: {config.rsplit('/', 1)[-1]} on {what}"
-    log.info("starting %s (%d of %d task slots) as job group %s", what, len(members), slots,
-             group)
+    log.info("starting %s (%d processes, %s task slots) as job group %s", what, len(members),
+             "?" if slots is None else slots, group)
     saved = {key: sc.getLocalProperty(key) for key in
              ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")}
     sc.setJobGroup(group, description, interruptOnCancel=True)
