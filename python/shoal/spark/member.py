@@ -8,14 +8,15 @@ Each task, in partition order of `cluster.plan_members`:
      TF_CONFIG from the list;
   4. releases the port and starts `shoal run CONFIG [--set ...] [--model-dir ...]` under the
      supervisor (supervisor.py), with TF_CONFIG and SHOAL_JOB_SECRET in the child's environment
-     only; the member's stdout and stderr go to a log file, and the last lines stay in memory;
+     only; the supervisor appends the member's stdout and stderr to its log file, and the task
+     keeps the last lines in memory;
   5. waits for it: exit 0 returns one JSON row to the driver (the chief's carries the job's
      summary); anything else raises `MemberFailed`, naming the member, its address, its exit code
      and the tail of its log, which fails the barrier stage and with it the job.
 
 Between 2 and 4 another process may take the port (the same small race as `shoal launch`'s): the
-member then fails at start with "address already in use" naming its address, and the job fails
-with that message; run it again.
+member then fails at start with "gRPC server cannot listen on HOST:PORT", and the job fails with
+that message; run it again.
 """
 
 import collections
