@@ -183,7 +183,7 @@ def failing(cluster, workdir, package, config, data):
                                                          **{"input.train.num_epochs": 0,
                                                             "run.max_steps": 10**9}),
                                        "model_dir": str(workdir / "model-endless"),
-                                       "timeout_secs": 25}},
+                                       "timeout_secs": 15}},
         {"name": "no_binary", "kwargs": {"config": config.name, "num_workers": 0, "num_ps": 1,
                                          "evaluator": False, "shoal_binary": "/nonexistent/shoal",
                                          "model_dir": str(workdir / "model-no-binary")}},
@@ -320,8 +320,8 @@ def test_a_failed_job_runs_once_and_leaves_no_member_running(failing, cluster, w
     def running():
         return running_members(model_dir)
 
-    # Members were running during the job; none is once it has failed (the supervisors stop them
-    # within kill_grace_secs, 10 s, of their task's end).
+    # Members were running during the job; none is once it has failed (a member still running
+    # when the stage fails is stopped by its supervisor within kill_grace_secs, 10 s).
     assert any(str(model_dir).encode() in c for c in failing.seen["environ"])
     deadline = time.monotonic() + 30
     while running() and time.monotonic() < deadline:
@@ -341,11 +341,6 @@ def test_a_failed_job_runs_once_and_leaves_no_member_running(failing, cluster, w
         "chief:0", "evaluator:0", "ps:0", "worker:0"], logs
     for paths in logs.values():
         assert len(paths) == 1 and paths[0].read_text().count(" starting ") == 1, paths
-    # At least one member was still running when the stage failed, and its supervisor stopped it
-    # (seeing its task end, or the SIGHUP of Spark's Python daemon when the executor stops).
-    texts = "".join(paths[0].read_text() for paths in logs.values())
-    assert re.search(r"shoal\.spark: stopping shoal \(pid \d+\): (its Spark task ended|signal "
-                     r"\d+); SIGTERM now", texts), texts[-3000:]
 
 
 def test_a_job_past_its_timeout_is_cancelled_and_its_members_stopped(failing, cluster, workdir):
@@ -353,16 +348,21 @@ def test_a_job_past_its_timeout_is_cancelled_and_its_members_stopped(failing, cl
     each supervisor, seeing its task's end, stops its member."""
     result = failing.results["timeout"]
     assert result.get("error") == "ShoalJobError", result
-    assert "did not end within timeout_secs=25" in result["message"], result
-    assert 25 <= result["seconds"] < 60, result
+    assert "did not end within timeout_secs=15" in result["message"], result
+    assert 15 <= result["seconds"] < 50, result
     assert running_members(workdir / "model-endless") == []
     logs = member_logs(cluster, failing.results["application_id"])
-    chief = [p for p in logs["chief:0"] if p.name.startswith("shoal-stage1-")]
-    assert len(chief) == 1, logs
-    text = chief[0].read_text()
-    assert re.search(r"step \d+ \|", text), text[-2000:]  # it was training
-    assert re.search(r"stopping shoal \(pid \d+\): (its Spark task ended|signal \d+)", text), \
-        text[-2000:]
+    logs = {name: [p for p in paths if p.name.startswith("shoal-stage1-")]
+            for name, paths in logs.items()}
+    assert sorted(name for name, paths in logs.items() if paths) == ["chief:0", "ps:0",
+                                                                     "worker:0"], logs
+    assert re.search(r"step \d+ \|", logs["chief:0"][0].read_text())  # it was training
+    # Every member was running when the stage was cancelled, and its supervisor stopped it when
+    # its task ended (or at the SIGHUP of Spark's Python daemon, when the executor stopped).
+    for name in ("chief:0", "ps:0", "worker:0"):
+        text = logs[name][0].read_text()
+        assert re.search(r"shoal\.spark: stopping shoal \(pid \d+\): (its Spark task ended|"
+                         r"signal \d+); SIGTERM now", text), (name, text[-2000:])
 
 
 def test_a_missing_binary_says_where_it_looked(failing):
