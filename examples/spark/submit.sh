@@ -15,7 +15,8 @@
 #   SHOAL [build/shoal]  SPARK_SUBMIT [spark-submit]  CONFIG [examples/ctr/config.yaml]
 #   DATA [/tmp/shoal/ctr-data: `shoal gen-data ctr ...` output, made here if absent; on YARN an
 #   hdfs:// directory holding part-0000{0..3}.txt]  MODEL_DIR [/tmp/shoal/spark-wide-deep; on
-#   YARN use hdfs://]  WORKERS [2]  PS [1]  EXECUTOR_MEMORY [1g]
+#   YARN use hdfs://]  WORKERS [2]  PS [1]  EXECUTOR_MEMORY [1g]  SHOAL_HDFS_HTTP_PORTS [unset:
+#   passed on to the executors when set, docs/hdfs.md]
 # On one machine (a standalone cluster on loopback) set SPARK_LOCAL_IP=127.0.0.1 too.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,6 +39,11 @@ workers="${WORKERS:-2}"
 ps="${PS:-1}"
 processes=$((ps + 1 + workers + 1))
 
+if [[ "$mode" == yarn && ( "$data" != *://* || "$model_dir" != *://* ) ]]; then
+  echo "submit.sh: on YARN the executors need DATA and MODEL_DIR on a shared file system:" \
+    "set both to hdfs://... (DATA=$data, MODEL_DIR=$model_dir)" >&2
+  exit 2
+fi
 [[ -x "$shoal" ]] || scripts/build.sh shoal
 if [[ "$data" != *://* && ! -f "$data/part-00003.txt" ]]; then
   "$shoal" gen-data ctr --rows 20000 --files 4 --max-vocabulary 100 --seed 1 --out "$data"
@@ -56,6 +62,10 @@ common=(
   # Or an archive holding bin/shoal: --archives shoal.tgz#shoal (docs/spark.md, "The binary").
   --files "$shoal,$work/config.yaml"
 )
+# A NameNode whose ports are not the defaults (docs/hdfs.md): the members need the mapping too.
+if [[ -n "${SHOAL_HDFS_HTTP_PORTS:-}" ]]; then
+  common+=(--conf "spark.executorEnv.SHOAL_HDFS_HTTP_PORTS=$SHOAL_HDFS_HTTP_PORTS")
+fi
 if [[ "$mode" == standalone ]]; then
   # One core per executor, as many cores in all as the job has processes.
   sizing=(--master "$master" --total-executor-cores "$processes" --executor-cores 1)
