@@ -13,10 +13,11 @@
 #
 # Environment (defaults in brackets):
 #   SHOAL [build/shoal]  SPARK_SUBMIT [spark-submit]  CONFIG [examples/ctr/config.yaml]
-#   DATA [/tmp/shoal/ctr-data: `shoal gen-data ctr ...` output, made here if absent; on YARN an
-#   hdfs:// directory holding part-0000{0..3}.txt]  MODEL_DIR [/tmp/shoal/spark-wide-deep; on
-#   YARN use hdfs://]  WORKERS [2]  PS [1]  EXECUTOR_MEMORY [1g]  SHOAL_HDFS_HTTP_PORTS [unset:
-#   passed on to the executors when set, docs/hdfs.md]
+#   DATA [/tmp/shoal/ctr-data-small: 20,000 rows of `shoal gen-data ctr`, made here if absent;
+#   on YARN an hdfs:// directory holding part-0000{0..3}.txt]
+#   MODEL_DIR [/tmp/shoal/spark-wide-deep; on YARN an hdfs:// path]
+#   WORKERS [2]  PS [1]  EXECUTOR_MEMORY [1g]
+#   SHOAL_HDFS_HTTP_PORTS [unset; passed on to the executors when set: docs/hdfs.md]
 # On one machine (a standalone cluster on loopback) set SPARK_LOCAL_IP=127.0.0.1 too.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,7 +34,7 @@ esac
 shoal="${SHOAL:-build/shoal}"
 spark_submit="${SPARK_SUBMIT:-spark-submit}"
 config="${CONFIG:-examples/ctr/config.yaml}"
-data="${DATA:-/tmp/shoal/ctr-data}"
+data="${DATA:-/tmp/shoal/ctr-data-small}"
 model_dir="${MODEL_DIR:-/tmp/shoal/spark-wide-deep}"
 workers="${WORKERS:-2}"
 ps="${PS:-1}"
