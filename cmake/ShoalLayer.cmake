@@ -50,18 +50,32 @@ function(shoal_layer_tests)
   endforeach()
 endfunction()
 
-# shoal_pytest(NAME <test> SCRIPT <file.py> [LABELS <label>...] [ENVIRONMENT <VAR=value>...])
+# shoal_pytest(NAME <test> SCRIPT <file.py> [LABELS <label>...] [ENVIRONMENT <VAR=value>...]
+#              [VENV <name> REQUIREMENTS <requirements.txt>])
 #
 # A ctest running a pytest file with the test virtualenv's python (scripts/python-env.sh creates
 # or updates it from scripts/requirements-test.txt; the first run installs it, hence the long
-# timeout). Labelled "python" as well, so `ctest -LE python` skips these.
+# timeout). VENV and REQUIREMENTS give the test a virtualenv of its own instead,
+# ~/.cache/shoal/<name> built from that file (e.g. the Spark tests' pyspark: VENV venv-spark
+# REQUIREMENTS scripts/requirements-spark.txt). Labelled "python" as well, so `ctest -LE python`
+# skips these.
 function(shoal_pytest)
-  cmake_parse_arguments(P "" "NAME;SCRIPT" "LABELS;ENVIRONMENT" ${ARGN})
+  cmake_parse_arguments(P "" "NAME;SCRIPT;VENV;REQUIREMENTS" "LABELS;ENVIRONMENT" ${ARGN})
   if(NOT SHOAL_BUILD_TESTS)
     return()
   endif()
+  set(venv_setup "")
+  if(P_VENV)
+    if(NOT P_REQUIREMENTS)
+      message(FATAL_ERROR "shoal_pytest(${P_NAME}): VENV needs REQUIREMENTS")
+    endif()
+    # Set here, not inherited: a SHOAL_VENV exported for the main virtualenv must not receive
+    # these requirements.
+    set(venv_setup "export SHOAL_VENV=\"\${HOME:-/tmp}/.cache/shoal/${P_VENV}\" \
+SHOAL_REQUIREMENTS=\"${P_REQUIREMENTS}\" && ")
+  endif()
   add_test(NAME ${P_NAME}
-           COMMAND bash -c "py=$(\"$0\") && exec \"$py\" -m pytest -q -p no:cacheprovider \"$1\""
+           COMMAND bash -c "${venv_setup}py=$(\"$0\") && exec \"$py\" -m pytest -q -p no:cacheprovider \"$1\""
                    ${PROJECT_SOURCE_DIR}/scripts/python-env.sh ${P_SCRIPT})
   set_tests_properties(${P_NAME} PROPERTIES
     ENVIRONMENT "${P_ENVIRONMENT}"

@@ -15,7 +15,9 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
-  openjdk-17-jdk-headless maven  # tests only: the HDFS minicluster (scripts/hdfs-minicluster.sh)
+  # tests only: the HDFS minicluster (scripts/hdfs-minicluster.sh) and, with pyspark from PyPI,
+  # the Spark standalone cluster (scripts/spark-cluster.sh)
+  openjdk-17-jdk-headless maven
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libopenblas-dev)

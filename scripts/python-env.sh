@@ -9,7 +9,8 @@
 #              SHOAL_PYTHON the interpreter to build it from (default python3; needs the venv
 #                           module: Debian's python3 needs the python3-venv package)
 #              SHOAL_REQUIREMENTS the requirements file (default scripts/requirements-test.txt;
-#                           bench/compare/tf-env.sh uses this script for TensorFlow 2.15)
+#                           bench/compare/tf-env.sh uses this script for TensorFlow 2.15, the
+#                           Spark tests for scripts/requirements-spark.txt in venv-spark)
 # Installs are quiet; pip's output goes to <venv>.log and its tail is shown on failure. Concurrent
 # callers (ctest -j) are serialised with flock.
 set -euo pipefail

@@ -1,0 +1,65 @@
+"""The driver program spark_test.py submits with `spark-submit`: calls shoal.spark.run as a user's
+driver would, and writes what happened as JSON for the test to check.
+
+    spark-submit ... spark_driver.py SPEC.json RESULT.json
+
+SPEC: {"calls": [{"name": ..., "kwargs": {...}}, ...], "secret_file": PATH, "ui_file": PATH}.
+Each call's result is {"summary": {...}} or {"error": CLASS, "message": TEXT}, with "seconds";
+"application_id" is the Spark application's (the name of its event log).
+The job secrets shoal.spark makes are recorded in secret_file (the test looks for them in every
+log it can read, and must know them to do so); the Spark UI's REST pages of this application
+(environment, jobs, stages, executors) are saved to ui_file before the context stops.
+"""
+import json
+import sys
+import time
+import urllib.request
+
+from pyspark.sql import SparkSession
+
+import shoal.spark
+import shoal.spark.job
+
+
+def main(spec_path, result_path):
+    with open(spec_path) as f:
+        spec = json.load(f)
+    made = []
+    make_secret = shoal.spark.job._new_job_secret
+
+    def recorded_secret():
+        secret = make_secret()
+        made.append(secret)
+        with open(spec["secret_file"], "w") as f:
+            json.dump(made, f)
+        return secret
+
+    shoal.spark.job._new_job_secret = recorded_secret
+    spark = SparkSession.builder.appName("shoal spark_test").getOrCreate()
+    results = {"application_id": spark.sparkContext.applicationId}
+    try:
+        for call in spec["calls"]:
+            start = time.monotonic()
+            try:
+                outcome = {"summary": shoal.spark.run(spark, **call["kwargs"])}
+            except Exception as e:  # noqa: BLE001 - the test checks which one
+                outcome = {"error": type(e).__name__, "message": str(e)}
+            outcome["seconds"] = time.monotonic() - start
+            results[call["name"]] = outcome
+            print(f"spark_driver: {call['name']}: {json.dumps(outcome)[:300]}", flush=True)
+        ui = spark.sparkContext.uiWebUrl
+        app = spark.sparkContext.applicationId
+        pages = []
+        for page in ("environment", "jobs", "stages?details=true", "executors"):
+            with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}/{page}", timeout=10) as r:
+                pages.append(r.read().decode())
+        with open(spec["ui_file"], "w") as f:
+            f.write("\n".join(pages))
+    finally:
+        with open(result_path, "w") as f:
+            json.dump(results, f)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
