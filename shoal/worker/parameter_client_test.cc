@@ -83,6 +83,7 @@ class FakeShard final : public ParameterService {
     for (size_t i = 0; i < ids.size(); ++i) {
       float* dst = out.data() + i * t->dim;
       auto it = rows.find(ids[i]);
+      if (mode == LookupMode::kTrain) Seen(table, ids[i], step);
       if (it != rows.end()) {
         std::copy(it->second.begin(), it->second.end(), dst);
       } else if (mode == LookupMode::kTrain) {
@@ -107,6 +108,7 @@ class FakeShard final : public ParameterService {
     for (size_t i = 0; i < ids.size(); ++i) {
       auto it = rows.find(ids[i]);
       if (it == rows.end()) continue;
+      Seen(table, ids[i], step);
       for (int64_t e = 0; e < t->dim; ++e) it->second[e] -= grads[i * t->dim + e];
     }
     return absl::OkStatus();
@@ -141,6 +143,29 @@ class FakeShard final : public ParameterService {
                        .memory_bytes = 100});
     }
     return stats;
+  }
+
+  // Removes the rows last seen before min_step, as a real shard does.
+  absl::StatusOr<std::vector<TableEviction>> Evict(int64_t min_step) override {
+    RETURN_IF_ERROR(Check());
+    evictions.push_back(min_step);
+    std::vector<TableEviction> evicted;
+    for (const TableSpec& t : spec_.tables) {
+      auto& rows = rows_[t.name];
+      auto& seen = last_seen_[t.name];
+      int64_t n = 0;
+      for (auto it = rows.begin(); it != rows.end();) {
+        if (seen[it->first] >= min_step) {
+          ++it;
+          continue;
+        }
+        seen.erase(it->first);
+        it = rows.erase(it);
+        ++n;
+      }
+      evicted.push_back({t.name, n});
+    }
+    return evicted;
   }
 
   absl::Status SetSyncReplicas(int replicas) override {
@@ -182,6 +207,7 @@ class FakeShard final : public ParameterService {
   std::vector<int64_t> commits;
   std::vector<absl::Duration> waits;
   int64_t version = 0;
+  std::vector<int64_t> evictions;  // the min_step of each Evict
 
  private:
   absl::Status Check() const {
@@ -200,6 +226,10 @@ class FakeShard final : public ParameterService {
     }
     return absl::InvalidArgumentError("unknown table");
   }
+  void Seen(absl::string_view table, uint64_t id, int64_t step) {
+    int64_t& last = last_seen_[std::string(table)][id];
+    last = std::max(last, step);
+  }
   absl::Status Owned(absl::Span<const uint64_t> ids) const {
     for (uint64_t id : ids) {
       if (RowShard(id, num_shards_) != shard_) {
@@ -215,6 +245,7 @@ class FakeShard final : public ParameterService {
   ModelSpec spec_;
   std::map<std::string, Tensor> dense_;
   std::map<std::string, std::map<uint64_t, std::vector<float>>> rows_;
+  std::map<std::string, std::map<uint64_t, int64_t>> last_seen_;  // training lookups and pushes
 };
 
 class ParameterClientTest : public ::testing::Test {
