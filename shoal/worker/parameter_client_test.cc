@@ -555,6 +555,45 @@ TEST_F(ParameterClientTest, SaveCommitsEveryShardWithExtraJsonAndRestores) {
   EXPECT_EQ(restored->TableDim("wide").value(), 1);
 }
 
+TEST_F(ParameterClientTest, EvictCallsEveryShardAndSumsPerTable) {
+  auto client = Client(2);
+  EXPECT_EQ(client->Evict(1).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(client->Initialize(spec_).ok());
+  // 40 ids seen at step 1 only, 40 others at step 8; both shards hold some of the old ones.
+  const std::vector<uint64_t> old_ids = SomeIds(40, 0), new_ids = SomeIds(40, 1);
+  int old_on_shard_0 = 0;
+  for (uint64_t id : old_ids) old_on_shard_0 += RowShard(id, 2) == 0;
+  ASSERT_GT(old_on_shard_0, 0);
+  ASSERT_LT(old_on_shard_0, 40);
+  for (const TableSpec& t : spec_.tables) {
+    std::vector<float> rows(40 * t.dim);
+    ASSERT_TRUE(client->Lookup(t.name, old_ids, LookupMode::kTrain, 1, absl::MakeSpan(rows)).ok());
+    ASSERT_TRUE(client->Lookup(t.name, new_ids, LookupMode::kTrain, 8, absl::MakeSpan(rows)).ok());
+  }
+
+  absl::StatusOr<std::vector<TableEviction>> evicted = client->Evict(5);
+  ASSERT_TRUE(evicted.ok()) << evicted.status();
+  ASSERT_EQ(evicted->size(), spec_.tables.size());
+  for (size_t i = 0; i < spec_.tables.size(); ++i) {
+    EXPECT_EQ((*evicted)[i].name, spec_.tables[i].name);
+    EXPECT_EQ((*evicted)[i].rows, 40);  // the sum of both shards' parts
+  }
+  EXPECT_EQ(fake(0).evictions, std::vector<int64_t>{5});
+  EXPECT_EQ(fake(1).evictions, std::vector<int64_t>{5});
+  const std::vector<TableStats> stats = client->GetTableStats().value();
+  for (const TableStats& t : stats) EXPECT_EQ(t.rows, 40) << t.name;
+  // Nothing older is left.
+  const std::vector<TableEviction> again = client->Evict(5).value();
+  for (const TableEviction& t : again) EXPECT_EQ(t.rows, 0) << t.name;
+
+  EXPECT_EQ(client->Evict(-1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fake(0).evictions.size(), 2u);  // refused before any shard was called
+  fake(1).fail = absl::UnavailableError("ps:1 went away");
+  absl::Status s = client->Evict(9).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("evicting on shard 1 of 2"));
+}
+
 TEST_F(ParameterClientTest, SyncCallsReachEveryShardAndTheLowestVersionIsReturned) {
   auto client = Client(3);  // no Initialize needed: these calls do not route
   ASSERT_TRUE(client->SetSyncReplicas(2).ok());
