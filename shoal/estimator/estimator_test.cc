@@ -20,6 +20,7 @@
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
 #include "shoal/nn/ops.h"
+#include "shoal/summary/event_reader.h"
 #include "shoal/tensor/random.h"
 
 namespace shoal {
@@ -752,6 +753,22 @@ std::map<std::string, int64_t> CheckpointRows(FileSystem& fs, const std::string&
   return rows;
 }
 
+// The last value of scalar `tag` in the training event files of `model_dir`; -1 when absent.
+double LastScalar(FileSystems& fss, const std::string& model_dir, const std::string& tag) {
+  double last = -1;
+  FileSystem& fs = **fss.For(model_dir);
+  for (const std::string& name : fs.GetChildren(model_dir).value_or(std::vector<std::string>{})) {
+    if (name.rfind("events.out.tfevents.", 0) != 0) continue;
+    absl::StatusOr<std::vector<ScalarEvent>> events = ReadEvents(fss, JoinPath(model_dir, name));
+    EXPECT_TRUE(events.ok()) << events.status();
+    if (!events.ok()) continue;
+    for (const ScalarEvent& e : *events) {
+      if (e.tag == tag) last = e.value;
+    }
+  }
+  return last;
+}
+
 // Ids that change over time: the 20 categories of the first 1000 examples (steps 1-20 in batches
 // of 50) never appear again; the last 1000 have 20 others. With a checkpoint every 10 steps and
 // eviction of rows unseen for 5 steps, checkpoint 30 evicts the first 20 rows of each table
@@ -780,15 +797,19 @@ TEST_F(EstimatorTest, EvictionAtCheckpointsDropsRowsUnseenForNSteps) {
     // Nothing is evicted up to checkpoint 20: the first categories were seen in the last 5 steps.
     EXPECT_EQ(CheckpointRows(fs, JoinPath(model_dir, "ckpt-20")),
               (std::map<std::string, int64_t>{{"cat_embedding", 20}, {"wide", 20}}));
+    // TensorBoard: the rows evicted so far, with eviction on only.
+    const double scalar = LastScalar(fs_, model_dir, "embedding/cat_embedding/rows_evicted");
     if (unseen == 0) {
       EXPECT_TRUE(result.train.rows_evicted.empty());
       EXPECT_EQ(summary["rows_evicted"], nlohmann::json::object());
       EXPECT_TRUE(estimator->rows_evicted().empty());
+      EXPECT_EQ(scalar, -1);
     } else {
       const std::map<std::string, int64_t> twenty = {{"cat_embedding", 20}, {"wide", 20}};
       EXPECT_EQ(result.train.rows_evicted, twenty);
       EXPECT_EQ(estimator->rows_evicted(), twenty);
       EXPECT_EQ(CheckpointRows(fs, JoinPath(model_dir, "ckpt-30")), twenty);
+      EXPECT_EQ(scalar, 20);
     }
   }
   // The drop in stored rows is what the summary reports.
