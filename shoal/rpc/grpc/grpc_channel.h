@@ -9,8 +9,7 @@
 // x1.6, at most 2 s apart) until connect_deadline, so a job's processes may start in any order.
 // Every call then carries the secret and has a deadline (call_deadline; long_call_deadline for
 // Initialize, Save, Restore, WarmStart and Evict, which touch every parameter or the file
-// system). A failed call
-// keeps the peer's status code and message, prefixed with the peer:
+// system). A failed call keeps the peer's status code and message, prefixed with the peer:
 // "ps:1 at 10.0.0.7:4242: Lookup: <remote message>". If the peer goes away later, calls fail with
 // UNAVAILABLE while gRPC reconnects in the background (same backoff); retrying is the caller's
 // decision (docs/errors.md: UNAVAILABLE means retry the call).
