@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <thread>
 #include <utility>
 
@@ -48,6 +49,9 @@ absl::Status Check(const EstimatorConfig& config) {
   }
   if (config.run.sync_replicas < 0) {
     return absl::InvalidArgumentError("run.sync_replicas must be >= 0");
+  }
+  if (config.run.evict_unseen_steps < 0) {
+    return absl::InvalidArgumentError("run.evict_unseen_steps must be >= 0");
   }
   const std::string& pipeline = config.run.pipeline_pull;
   if (pipeline != "auto" && pipeline != "on" && pipeline != "off") {
@@ -261,6 +265,38 @@ absl::Status Estimator::RunHooks(const std::vector<SessionRunHook*>& hooks,
   return absl::OkStatus();
 }
 
+absl::Status Estimator::EvictUnseenRows() {
+  const int64_t unseen = config_.run.evict_unseen_steps;
+  if (unseen == 0 || spec_.tables.empty() || global_step_ <= unseen) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::vector<TableEviction> evicted, client_->Evict(global_step_ - unseen),
+                   "evicting the rows unseen for ", unseen,
+                   " steps (run.evict_unseen_steps) before checkpoint ", global_step_);
+  int64_t total = 0;
+  std::string per_table;
+  for (const TableEviction& t : evicted) {
+    rows_evicted_[t.name] += t.rows;
+    total += t.rows;
+    absl::StrAppend(&per_table, per_table.empty() ? "" : ", ", t.name, ": ", t.rows);
+  }
+  LOG(INFO) << "Evicted " << total << " rows unseen for " << unseen << " steps before checkpoint "
+            << global_step_ << " (" << per_table << ")";
+  return absl::OkStatus();
+}
+
+std::map<std::string, int64_t> Estimator::RowsEvictedSince(
+    const std::map<std::string, int64_t>& before) const {
+  std::map<std::string, int64_t> since;
+  if (config_.run.evict_unseen_steps == 0) return since;
+  const auto rows = [](const std::map<std::string, int64_t>& of, const std::string& table) {
+    auto it = of.find(table);
+    return it == of.end() ? int64_t{0} : it->second;
+  };
+  for (const TableSpec& t : spec_.tables) {
+    since[t.name] = rows(rows_evicted_, t.name) - rows(before, t.name);
+  }
+  return since;
+}
+
 absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
   if (!loaded_) return absl::FailedPreconditionError("SaveCheckpoint: no model in memory");
   if (!is_chief()) return absl::FailedPreconditionError("only the chief saves checkpoints");
@@ -270,6 +306,8 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
     RETURN_IF_ERROR_CTX(WaitForSyncVersion(global_step_).status(), "saving the checkpoint of step ",
                         global_step_);
   }
+  // Before the save, so the checkpoint lacks the evicted rows (and matches the model in memory).
+  RETURN_IF_ERROR(EvictUnseenRows());
   ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
   FileSystem& fs = *fs_ptr;
   nlohmann::json extra = {{"writer", "shoal estimator"}};
@@ -332,6 +370,7 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
   context.estimator = this;
   context.mode = Mode::kTrain;
   RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::Begin, context));
+  const std::map<std::string, int64_t> evicted_before = rows_evicted_;
   RETURN_IF_ERROR(LoadLatest(/*allow_fresh=*/true));
   evaluations_.clear();
 
@@ -357,6 +396,7 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       ASSIGN_OR_RETURN(result.checkpoint, SaveFinalCheckpoint(*this));
     }
     result.global_step = global_step_;
+    result.rows_evicted = RowsEvictedSince(evicted_before);
     return result;
   }
   RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::AfterCreateSession, context));
@@ -527,6 +567,7 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
   RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::End, context));
   result.global_step = global_step_;
   result.last_loss = context.loss;
+  result.rows_evicted = RowsEvictedSince(evicted_before);
   result.seconds = Seconds(start);
   LOG(INFO) << "Training stopped (" << result.stop_reason << ") at global step " << global_step_
             << " after " << result.steps << " steps, " << result.examples << " examples in "

@@ -130,6 +130,10 @@ struct TrainResult {
   double seconds = 0;
   double last_loss = 0;
   std::string checkpoint;  // the final checkpoint
+  // Rows evicted before this call's checkpoints (run.evict_unseen_steps), per table; every table
+  // is listed when eviction is on (0 if none went), none when it is off. Only the chief saves, so
+  // on a cluster the chief's figures are the job's (the other trainers list zeros).
+  std::map<std::string, int64_t> rows_evicted;
 };
 
 struct EvalOptions {
@@ -179,7 +183,9 @@ class Estimator {
   [[nodiscard]] absl::StatusOr<std::string> Export(absl::string_view export_dir_base);
 
   // Saves a checkpoint of the current global step (no-op if it is saved already); returns its
-  // path. Used by the saver hook.
+  // path. Used by the saver hook. With run.evict_unseen_steps = N > 0 and a global step S > N,
+  // it first evicts from every table the rows last seen by training before step S - N
+  // (ParameterClient::Evict), so the checkpoint lacks them, and logs how many went per table.
   [[nodiscard]] absl::StatusOr<std::string> SaveCheckpoint();
 
   int64_t global_step() const { return global_step_; }
@@ -195,6 +201,9 @@ class Estimator {
   // Figures of the current input and tables, for the summary hook.
   PipelineStats InputStats() const;
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats();
+  // Rows evicted before checkpoints by this Estimator so far, per table (tables with none may be
+  // missing); empty when run.evict_unseen_steps is 0.
+  const std::map<std::string, int64_t>& rows_evicted() const { return rows_evicted_; }
 
  private:
   Estimator(FileSystems& fs, EstimatorConfig config);
@@ -209,6 +218,12 @@ class Estimator {
   // Sync mode: waits (sync_wait_timeout at most) until every shard reaches `version`; returns the
   // lowest shard version then.
   absl::StatusOr<int64_t> WaitForSyncVersion(int64_t version);
+  // SaveCheckpoint's eviction (run.evict_unseen_steps) at the current global step.
+  absl::Status EvictUnseenRows();
+  // Per table of the model, the rows evicted since rows_evicted() was `before`; empty when
+  // eviction is off.
+  std::map<std::string, int64_t> RowsEvictedSince(
+      const std::map<std::string, int64_t>& before) const;
   absl::Status RunHooks(const std::vector<SessionRunHook*>& hooks,
                         absl::Status (SessionRunHook::*method)(RunContext&), RunContext& context);
   absl::Status WriteEvalFiles(const EvalResult& result);
@@ -235,6 +250,7 @@ class Estimator {
   int64_t saved_step_ = -1;        // global step of the checkpoint the PS state equals, or -1
   std::string loaded_checkpoint_;  // its path
   std::vector<EvalResult> evaluations_;
+  std::map<std::string, int64_t> rows_evicted_;  // by table, since this Estimator was created
   const BatchSource* current_input_ = nullptr;
   std::unique_ptr<EventWriter> train_events_;
   std::unique_ptr<EventWriter> eval_events_;

@@ -20,6 +20,7 @@
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
 #include "shoal/nn/ops.h"
+#include "shoal/summary/event_reader.h"
 #include "shoal/tensor/random.h"
 
 namespace shoal {
@@ -737,6 +738,93 @@ TEST_F(EstimatorTest, TrainAndEvaluateWritesSummaryAndExports) {
   EXPECT_EQ(nlohmann::json::parse(best_json)["global_step"], best[0].global_step);
   const int numbered = static_cast<int>(best.size());
   EXPECT_EQ(numbered, 1);
+  EXPECT_EQ(summary["rows_evicted"], nlohmann::json::object());  // run.evict_unseen_steps 0
+}
+
+// Rows per table in checkpoint `dir`, the parts of every shard added up.
+std::map<std::string, int64_t> CheckpointRows(FileSystem& fs, const std::string& dir) {
+  std::map<std::string, int64_t> rows;
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(fs, dir);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return rows;
+  for (const EntryInfo& e : (*reader)->ListEntries()) {
+    if (e.kind == EntryKind::kTable) rows[e.name.substr(0, e.name.find('@'))] += e.units;
+  }
+  return rows;
+}
+
+// The last value of scalar `tag` in the training event files of `model_dir`; -1 when absent.
+double LastScalar(FileSystems& fss, const std::string& model_dir, const std::string& tag) {
+  double last = -1;
+  FileSystem& fs = **fss.For(model_dir);
+  for (const std::string& name : fs.GetChildren(model_dir).value_or(std::vector<std::string>{})) {
+    if (name.rfind("events.out.tfevents.", 0) != 0) continue;
+    absl::StatusOr<std::vector<ScalarEvent>> events = ReadEvents(fss, JoinPath(model_dir, name));
+    EXPECT_TRUE(events.ok()) << events.status();
+    if (!events.ok()) continue;
+    for (const ScalarEvent& e : *events) {
+      if (e.tag == tag) last = e.value;
+    }
+  }
+  return last;
+}
+
+// Ids that change over time: the 20 categories of the first 1000 examples (steps 1-20 in batches
+// of 50) never appear again; the last 1000 have 20 others. With a checkpoint every 10 steps and
+// eviction of rows unseen for 5 steps, checkpoint 30 evicts the first 20 rows of each table
+// (last seen at step 20 < 30 - 5) and nothing else goes.
+TEST_F(EstimatorTest, EvictionAtCheckpointsDropsRowsUnseenForNSteps) {
+  std::vector<Example> drifting = MakeExamples(2000, 3);
+  for (size_t i = 1000; i < drifting.size(); ++i) drifting[i].cat += 100;
+  FileSystem& fs = **fs_.For(dir_);
+  std::map<int64_t, std::map<std::string, int64_t>> last_rows;  // by evict_unseen_steps
+  std::map<int64_t, nlohmann::json> summaries;
+  for (const int64_t unseen : {0, 5}) {
+    SCOPED_TRACE(unseen);
+    const std::string model_dir = JoinPath(dir_, absl::StrCat("unseen_", unseen));
+    EstimatorConfig config = Config("wide_deep", model_dir);
+    config.num_ps_shards = 2;
+    config.run.save_checkpoints_steps = 10;
+    config.run.evict_unseen_steps = unseen;
+    ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(fs_, config));
+    ASSERT_OK_AND_ASSIGN(
+        result, TrainAndEvaluate(*estimator, TrainSpec{Input(drifting, 50, 1), 0, {}}, {}));
+    ASSERT_EQ(result.train.global_step, 40);
+    ASSERT_OK_AND_ASSIGN(text, ReadFileToString(fs, JoinPath(model_dir, "summary.json")));
+    const nlohmann::json& summary = summaries[unseen] = nlohmann::json::parse(text);
+    EXPECT_EQ(summary["rows_evicted"], nlohmann::json(result.train.rows_evicted));
+    last_rows[unseen] = CheckpointRows(fs, JoinPath(model_dir, "ckpt-40"));
+    // Nothing is evicted up to checkpoint 20: the first categories were seen in the last 5 steps.
+    EXPECT_EQ(CheckpointRows(fs, JoinPath(model_dir, "ckpt-20")),
+              (std::map<std::string, int64_t>{{"cat_embedding", 20}, {"wide", 20}}));
+    // TensorBoard: the rows evicted so far, with eviction on only.
+    const double scalar = LastScalar(fs_, model_dir, "embedding/cat_embedding/rows_evicted");
+    if (unseen == 0) {
+      EXPECT_TRUE(result.train.rows_evicted.empty());
+      EXPECT_EQ(summary["rows_evicted"], nlohmann::json::object());
+      EXPECT_TRUE(estimator->rows_evicted().empty());
+      EXPECT_EQ(scalar, -1);
+    } else {
+      const std::map<std::string, int64_t> twenty = {{"cat_embedding", 20}, {"wide", 20}};
+      EXPECT_EQ(result.train.rows_evicted, twenty);
+      EXPECT_EQ(estimator->rows_evicted(), twenty);
+      EXPECT_EQ(CheckpointRows(fs, JoinPath(model_dir, "ckpt-30")), twenty);
+      EXPECT_EQ(scalar, 20);
+    }
+  }
+  // The drop in stored rows is what the summary reports.
+  EXPECT_EQ(last_rows[0], (std::map<std::string, int64_t>{{"cat_embedding", 40}, {"wide", 40}}));
+  for (const auto& [table, rows] : last_rows[0]) {
+    EXPECT_LT(last_rows[5][table], rows) << table;
+    EXPECT_EQ(rows - last_rows[5][table], summaries[5]["rows_evicted"][table].get<int64_t>())
+        << table;
+  }
+
+  EstimatorConfig negative = Config("wide_deep", dir_);
+  negative.run.evict_unseen_steps = -1;
+  absl::StatusOr<std::unique_ptr<Estimator>> refused = Estimator::Create(fs_, negative);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("run.evict_unseen_steps"));
 }
 
 }  // namespace

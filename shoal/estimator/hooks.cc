@@ -1,6 +1,8 @@
 #include "shoal/estimator/hooks.h"
 
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -114,13 +116,21 @@ absl::Status SummaryHook::Write(RunContext& context) {
   if (context.estimator != nullptr) {
     values.emplace_back("input/stall_fraction", context.estimator->InputStats().stall_fraction());
     ASSIGN_OR_RETURN(std::vector<TableStats> tables, context.estimator->GetTableStats());
+    // With eviction on (run.evict_unseen_steps), also the rows evicted so far by this run.
+    const bool evicting = context.estimator->config().run.evict_unseen_steps > 0;
+    const std::map<std::string, int64_t>& evicted = context.estimator->rows_evicted();
     // ScalarValue keeps a view of its tag: the tags live in `tags` until AddScalars returns.
-    tags.reserve(2 * tables.size());
+    tags.reserve(3 * tables.size());
     for (const TableStats& table : tables) {
       tags.push_back(absl::StrCat("embedding/", table.name, "/rows"));
       values.emplace_back(tags.back(), table.rows);
       tags.push_back(absl::StrCat("embedding/", table.name, "/bytes"));
       values.emplace_back(tags.back(), table.memory_bytes);
+      if (evicting) {
+        auto it = evicted.find(table.name);
+        tags.push_back(absl::StrCat("embedding/", table.name, "/rows_evicted"));
+        values.emplace_back(tags.back(), it == evicted.end() ? 0 : it->second);
+      }
     }
   }
   RETURN_IF_ERROR(writer_->AddScalars(context.global_step, values));

@@ -109,6 +109,10 @@ struct RunConfig {
   // must end within this many seconds of the stop; past it the chief fails the job naming the
   // stage that overran, and a task still waiting for the end gives up. >= 1.
   int64_t completion_timeout_secs = 1800;
+  // Embedding eviction at checkpoint time: before each checkpoint, the chief removes from every
+  // table the rows no training step has touched for more than N steps (last seen before
+  // global_step - N). 0 = never. >= 0. docs/embedding.md, "Eviction".
+  int64_t evict_unseen_steps = 0;
   WarmStartConfig warm_start;  // YAML: run.warm_start: {from: DIR, patterns: [...]}
 };
 

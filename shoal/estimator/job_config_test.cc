@@ -137,6 +137,21 @@ TEST(JobConfigTest, SyncReplicasIsANonNegativeCount) {
             "--set run.sync_replicas=-1: run.sync_replicas: expected an integer >= 0, got '-1'");
 }
 
+TEST(JobConfigTest, EvictUnseenStepsIsANonNegativeStepCountOffByDefault) {
+  absl::StatusOr<JobConfig> config = Parse(kMinimal);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.evict_unseen_steps, 0);  // off
+  config = Parse(absl::StrCat(kMinimal, "run: {evict_unseen_steps: 5000}\n"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.evict_unseen_steps, 5000);
+  EXPECT_EQ(ErrorOf(absl::StrCat(kMinimal,
+                                 "run: {save_checkpoints_steps: 100, evict_unseen_steps: -3}\n")),
+            "/cfg/job.yaml:11:56: run.evict_unseen_steps: expected an integer >= 0, got '-3'");
+  EXPECT_EQ(ErrorOf(kMinimal, {"run.evict_unseen_steps=-1"}),
+            "--set run.evict_unseen_steps=-1: run.evict_unseen_steps: expected an integer >= 0, "
+            "got '-1'");
+}
+
 TEST(JobConfigTest, PipelinePullIsAutoOnOrOffAndOnlyOnWhenAsync) {
   absl::StatusOr<JobConfig> config = Parse(kMinimal);
   ASSERT_TRUE(config.ok()) << config.status();
@@ -300,7 +315,8 @@ input:
           schema: [{name: a, type: float, default: 0}, {name: h, type: string}, {name: y, type: int64}]}
   eval: {files: [e.tfrecord], format: tfrecord, bad_records: skip}
 run: {max_steps: 10, save_checkpoints_steps: 0, save_checkpoints_secs: 30, keep_checkpoint_max: 0,
-      log_step_count_steps: 7, seed: 18446744073709551615, sync_replicas: 3}
+      log_step_count_steps: 7, seed: 18446744073709551615, sync_replicas: 3,
+      evict_unseen_steps: 50}
 eval: {steps: 3, start_delay_secs: 4, throttle_secs: 5,
        exporters: [{name: b, type: best, metric: auc, keep: 2}, {name: l}]}
 )";
@@ -340,6 +356,7 @@ TEST(JobConfigTest, FullConfigRoundTrips) {
   EXPECT_EQ(c.eval_input.holdout_fraction, 0.0f);
   EXPECT_EQ(c.run.seed, 18446744073709551615u);
   EXPECT_EQ(c.run.sync_replicas, 3);
+  EXPECT_EQ(c.run.evict_unseen_steps, 50);
   EXPECT_EQ(c.eval.exporters[1].type, "latest");
 }
 

@@ -299,6 +299,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
   w.Str("pipeline_pull", r.pipeline_pull);
   w.Int("heartbeat_timeout_secs", r.heartbeat_timeout_secs);
   w.Int("completion_timeout_secs", r.completion_timeout_secs);
+  w.Int("evict_unseen_steps", r.evict_unseen_steps);
   if (!r.warm_start.from.empty()) {
     w.BeginMap("warm_start");
     w.Str("from", r.warm_start.from);

@@ -217,6 +217,9 @@ absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
       {"export_path", result.exports.empty() ? "" : result.exports.back()},
       {"exports", result.exports},
       {"wall_time_secs", result.wall_seconds},
+      {"rows_evicted", result.train.rows_evicted.empty()
+                           ? nlohmann::json::object()
+                           : nlohmann::json(result.train.rows_evicted)},
   };
   ASSIGN_OR_RETURN(FileSystem * fs, estimator.file_systems().For(model_dir));
   RETURN_IF_ERROR(

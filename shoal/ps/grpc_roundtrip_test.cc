@@ -130,6 +130,7 @@ class GrpcRoundTripTest : public ::testing::TestWithParam<int64_t> {
 TEST_P(GrpcRoundTripTest, EveryMethodMatchesTheDirectCall) {
   // Before Initialize: the same FAILED_PRECONDITION.
   Both([&](ParameterService& ps) { return ps.GetTableStats().status(); });
+  Both([&](ParameterService& ps) { return ps.Evict(1).status(); });
 
   Both([&](ParameterService& ps) { return ps.Initialize(spec_); });
   ExpectSameDense();
@@ -163,6 +164,23 @@ TEST_P(GrpcRoundTripTest, EveryMethodMatchesTheDirectCall) {
     EXPECT_EQ((*d_stats)[i].rows, (*r_stats)[i].rows);
     EXPECT_EQ((*d_stats)[i].memory_bytes, (*r_stats)[i].memory_bytes);
   }
+
+  // Eviction: every row was last seen at step 2 (its push), so min_step 2 keeps them all and 3
+  // removes them all, on both.
+  for (const int64_t min_step : {2, 3}) {
+    absl::StatusOr<std::vector<TableEviction>> d_evicted = direct_->Evict(min_step);
+    absl::StatusOr<std::vector<TableEviction>> r_evicted = remote_->Evict(min_step);
+    ASSERT_TRUE(d_evicted.ok()) << d_evicted.status();
+    ASSERT_TRUE(r_evicted.ok()) << r_evicted.status();
+    EXPECT_EQ(*d_evicted, *r_evicted);
+    ASSERT_EQ(r_evicted->size(), spec_.tables.size());
+    for (size_t i = 0; i < spec_.tables.size(); ++i) {
+      EXPECT_EQ((*r_evicted)[i].name, spec_.tables[i].name);
+      EXPECT_EQ((*r_evicted)[i].rows, min_step == 2 ? 0 : static_cast<int64_t>(ids_.size()));
+    }
+  }
+  ExpectSameRows(LookupMode::kInference, 3);
+  Both([&](ParameterService& ps) { return ps.Evict(-1).status(); });
 
   // Errors: same codes.
   Both([&](ParameterService& ps) {

@@ -685,6 +685,23 @@ absl::StatusOr<std::vector<TableStats>> ParameterServer::GetTableStats() {
   return stats;
 }
 
+absl::StatusOr<std::vector<TableEviction>> ParameterServer::Evict(int64_t min_step) {
+  if (min_step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Evict: min_step must be >= 0, got ", min_step));
+  }
+  // A push's locks: not inside a Save (exclusive mu_) nor inside a version's application
+  // (sync_mu_); asynchronous pushes and lookups run beside it, stripe by stripe.
+  ReaderMutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  MutexLock sync_lock(&sync_mu_);
+  std::vector<TableEviction> evicted;
+  evicted.reserve(state_->tables.size());
+  for (const Table& t : state_->tables) {
+    evicted.push_back({.name = t.spec->name, .rows = t.table->Evict(min_step)});
+  }
+  return evicted;
+}
+
 void ParameterServer::ResetSync(int64_t version) {
   MutexLock sync_lock(&sync_mu_);
   if (pending_ != nullptr) dropped_pushes_ += pending_->pushes;

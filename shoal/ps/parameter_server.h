@@ -29,6 +29,17 @@
 // and applied exactly as PushDense/PushSparse apply a gradient, so one replica trains
 // bit-identically to asynchronous pushes. GetSyncStats reports the counters.
 //
+// Eviction (Evict) removes the rows of every table last seen before a step. It takes the locks a
+// push takes -- the shard lock shared and the sync lock -- so it never runs inside a Save or
+// inside the application of a version, while asynchronous pushes and lookups go on beside it
+// (each table stripe is locked in turn). In sync mode the gradients accumulated for the pending
+// version are left alone: a row evicted with gradients pending loses them when the version is
+// applied (skipped as gradients of an unknown id, counted in the table's gradients_skipped), or,
+// if a training lookup created it again meanwhile, they apply to the fresh row, as an
+// asynchronous push arriving after the eviction would. Neither happens to the estimator's
+// eviction at checkpoint time (min_step <= the version, and every row with pending gradients was
+// looked up by its trainer at the version).
+//
 // Thread safety: thread-safe. A reader/writer lock orders the whole shard: Pull/Push/Lookup and
 // GetTableStats hold it shared (any number at once; a dense variable has its own lock, tables lock
 // their stripes), Save holds it exclusively while it writes the shard file to memory (one
@@ -113,6 +124,7 @@ class ParameterServer final : public ParameterService {
   [[nodiscard]] absl::Status WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
                                        absl::Span<const std::string> patterns) override;
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats() override;
+  [[nodiscard]] absl::StatusOr<std::vector<TableEviction>> Evict(int64_t min_step) override;
   [[nodiscard]] absl::Status SetSyncReplicas(int replicas) override;
   [[nodiscard]] absl::Status CommitStep(int64_t step) override;
   [[nodiscard]] absl::StatusOr<int64_t> WaitForVersion(int64_t version,

@@ -1,4 +1,5 @@
-// Threads: workers Lookup/PushSparse/PushDense/PullDense while another thread saves checkpoints.
+// Threads: workers Lookup/PushSparse/PushDense/PullDense while other threads save checkpoints and
+// evict rows.
 // Labelled "concurrency": scripts/test.sh runs it again under ThreadSanitizer.
 #include <atomic>
 #include <map>
@@ -113,6 +114,128 @@ TEST(ParameterServerConcurrencyTest, UpdatesRaceWithSavesAndTheCheckpointsRestor
     EXPECT_EQ(shards.Lookup(table, ids, LookupMode::kInference, 0).value(),
               restored.Lookup(table, ids, LookupMode::kInference, 0).value());
   }
+}
+
+// Rows held per table, summed over the shards.
+std::map<std::string, int64_t> RowsPerTable(Shards& shards) {
+  std::map<std::string, int64_t> rows;
+  for (int k = 0; k < shards.size(); ++k) {
+    const absl::StatusOr<std::vector<TableStats>> stats = shards[k].GetTableStats();
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    if (!stats.ok()) return {};
+    for (const TableStats& t : *stats) rows[t.name] += t.rows;
+  }
+  return rows;
+}
+
+// Rows evicted per table on every shard of `shards`, added to *total.
+void EvictAll(Shards& shards, int64_t min_step, std::map<std::string, int64_t>* total) {
+  for (int k = 0; k < shards.size(); ++k) {
+    absl::StatusOr<std::vector<TableEviction>> evicted = shards[k].Evict(min_step);
+    ASSERT_TRUE(evicted.ok()) << evicted.status();
+    for (const TableEviction& t : *evicted) (*total)[t.name] += t.rows;
+  }
+}
+
+// Evictions run beside lookups, pushes and saves: rows trained only at step 1 go, each exactly
+// once, while the rows the workers keep training (from step 2 on) all stay.
+TEST(ParameterServerConcurrencyTest, EvictionRacesWithUpdatesAndSaves) {
+  FileSystems fs;
+  ASSERT_TRUE(RegisterBuiltinFileSystems(fs).ok());
+  FileSystem& mem = *fs.For("mem://").value();
+  ASSERT_TRUE(mem.RecursivelyCreateDir(kModelDir).ok());
+  const ModelSpec spec = WideDeepSpec();
+  Shards shards(fs, 2);
+  ASSERT_TRUE(shards.Initialize(spec).ok());
+  const std::vector<uint64_t> cold = SomeIds(64, 9);
+  for (const TableSpec& t : spec.tables) {
+    ASSERT_TRUE(shards.Lookup(t.name, cold, LookupMode::kTrain, 1).ok());
+  }
+
+  std::atomic<int> workers_done{0};
+  std::vector<std::thread> threads;
+  threads.reserve(kWorkers + 2);
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      struct Done {
+        std::atomic<int>& n;
+        ~Done() { ++n; }
+      } done{workers_done};
+      const std::vector<uint64_t> ids = SomeIds(64, static_cast<uint64_t>(w % 2));
+      for (int64_t step = 2; step <= kStepsPerWorker; ++step) {
+        for (const TableSpec& t : spec.tables) {
+          ASSERT_TRUE(shards.Lookup(t.name, ids, LookupMode::kTrain, step).ok());
+          ASSERT_TRUE(
+              shards.PushSparse(t.name, ids, SomeGrads(ids.size() * t.dim, step), step).ok());
+        }
+      }
+    });
+  }
+  std::map<std::string, int64_t> evicted;
+  int rounds = 0;
+  threads.emplace_back([&] {
+    for (; workers_done.load() < kWorkers || rounds < 3; ++rounds) EvictAll(shards, 2, &evicted);
+  });
+  threads.emplace_back([&] {
+    for (int64_t step = 1; workers_done.load() < kWorkers; ++step) {
+      ASSERT_TRUE(shards.Save(mem, kModelDir, step).ok());
+    }
+  });
+  for (std::thread& t : threads) t.join();
+
+  EXPECT_EQ(evicted,
+            (std::map<std::string, int64_t>{{"wide", 64}, {"emb/C1", 64}, {"emb/C2", 64}}));
+  EXPECT_EQ(RowsPerTable(shards),
+            (std::map<std::string, int64_t>{{"wide", 128}, {"emb/C1", 128}, {"emb/C2", 128}}));
+}
+
+// Eviction of the very rows being trained, step after step: every call succeeds (a push to an
+// evicted row is skipped, a lookup creates it again), and the tables stay whole.
+TEST(ParameterServerConcurrencyTest, EvictingTheRowsInUseIsSafe) {
+  FileSystems fs;
+  ASSERT_TRUE(RegisterBuiltinFileSystems(fs).ok());
+  const ModelSpec spec = WideDeepSpec();
+  Shards shards(fs, 2);
+  ASSERT_TRUE(shards.Initialize(spec).ok());
+  std::atomic<int64_t> progress{1};  // the highest step a worker has begun
+  std::atomic<int> workers_done{0};
+  std::vector<std::thread> threads;
+  threads.reserve(kWorkers + 2);
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      struct Done {
+        std::atomic<int>& n;
+        ~Done() { ++n; }
+      } done{workers_done};
+      const std::vector<uint64_t> ids = SomeIds(64, static_cast<uint64_t>(w % 2));
+      for (int64_t step = 1; step <= kStepsPerWorker; ++step) {
+        int64_t seen = progress.load();
+        while (seen < step && !progress.compare_exchange_weak(seen, step)) {
+        }
+        for (const TableSpec& t : spec.tables) {
+          ASSERT_TRUE(shards.Lookup(t.name, ids, LookupMode::kTrain, step).ok());
+          ASSERT_TRUE(
+              shards.PushSparse(t.name, ids, SomeGrads(ids.size() * t.dim, step), step).ok());
+        }
+      }
+    });
+  }
+  std::map<std::string, int64_t> evicted;
+  threads.emplace_back([&] {
+    while (workers_done.load() < kWorkers) EvictAll(shards, progress.load() + 1, &evicted);
+  });
+  for (std::thread& t : threads) t.join();
+
+  // Whatever is left goes in one last eviction, and the rows come back on the next lookup.
+  const std::map<std::string, int64_t> rows = RowsPerTable(shards);
+  std::map<std::string, int64_t> last;
+  EvictAll(shards, kStepsPerWorker + 1, &last);
+  EXPECT_EQ(last, rows);
+  for (const TableSpec& t : spec.tables) {
+    ASSERT_TRUE(shards.Lookup(t.name, SomeIds(64), LookupMode::kTrain, kStepsPerWorker + 1).ok());
+  }
+  EXPECT_EQ(RowsPerTable(shards),
+            (std::map<std::string, int64_t>{{"wide", 64}, {"emb/C1", 64}, {"emb/C2", 64}}));
 }
 
 // gate://PATH is mem://PATH of its own MemFileSystem, except that appends wait while the gate is

@@ -1,5 +1,6 @@
-// Threads: trainers in lock-step over synchronous shards, and waiters woken by commits and by a
-// lowered replica count. Labelled "concurrency": scripts/test.sh runs it again under TSan.
+// Threads: trainers in lock-step over synchronous shards (also beside evictions), and waiters
+// woken by commits and by a lowered replica count. Labelled "concurrency": scripts/test.sh runs it
+// again under TSan.
 #include <atomic>
 #include <map>
 #include <string>
@@ -63,6 +64,59 @@ TEST_F(ParameterServerSyncConcurrencyTest, TwoTrainersInLockStepApplyTheMeanGrad
     EXPECT_EQ(sync[k].GetSyncStats().versions_applied, kSteps);
     EXPECT_EQ(sync[k].GetSyncStats().dropped_pushes, 0);
   }
+}
+
+// Evictions at each shard's current version (the latest min_step the estimator uses) run beside
+// the lock-step trainers: only the rows trained at step 0 alone go, each exactly once, and the
+// trainers' model is exactly the one without evictions.
+TEST_F(ParameterServerSyncConcurrencyTest, EvictionAtTheVersionBesideTrainersChangesNoUpdate) {
+  Shards sync(fs_, 2);
+  ASSERT_TRUE(sync.Initialize(spec_).ok());
+  ASSERT_TRUE(sync.SetSyncReplicas(2).ok());
+  const std::vector<uint64_t> cold = SomeIds(10, 7);
+  for (const TableSpec& t : spec_.tables) {
+    ASSERT_TRUE(sync.Lookup(t.name, cold, LookupMode::kTrain, 0).ok());
+  }
+  std::map<std::string, int64_t> evicted;
+  const auto evict_at_versions = [&] {
+    for (int k = 0; k < sync.size(); ++k) {
+      absl::StatusOr<std::vector<TableEviction>> e = sync[k].Evict(sync[k].GetSyncStats().version);
+      ASSERT_TRUE(e.ok()) << e.status();
+      for (const TableEviction& t : *e) evicted[t.name] += t.rows;
+    }
+  };
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  threads.reserve(3);
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int64_t step = 1; step <= kSteps; ++step) {
+        ASSERT_EQ(sync.WaitForVersion(step - 1, absl::Seconds(60)).value_or(-1), step - 1);
+        ASSERT_TRUE(LookupAndPush(sync, spec_, TrainerGradients(spec_, t, step), step).ok());
+        ASSERT_TRUE(sync.CommitStep(step).ok());
+      }
+      ++done;
+    });
+  }
+  threads.emplace_back([&] {
+    while (done.load() < 2) evict_at_versions();
+  });
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(sync.WaitForVersion(kSteps, absl::Seconds(10)).value_or(-1), kSteps);
+  evict_at_versions();  // in case the trainers finished before the evictor saw version 1
+  EXPECT_EQ(evicted,
+            (std::map<std::string, int64_t>{{"wide", 10}, {"emb/C1", 10}, {"emb/C2", 10}}));
+
+  Shards reference(fs_, 2);
+  ASSERT_TRUE(reference.Initialize(spec_).ok());
+  for (int64_t step = 1; step <= kSteps; ++step) {
+    const StepGradients mean =
+        MeanGradients(spec_, {TrainerGradients(spec_, 0, step), TrainerGradients(spec_, 1, step)});
+    ASSERT_TRUE(LookupAndPush(reference, spec_, mean, step).ok());
+  }
+  ExpectSameModel(
+      reference, sync, spec_,
+      MeanGradients(spec_, {TrainerGradients(spec_, 0, 1), TrainerGradients(spec_, 1, 1)}));
 }
 
 TEST_F(ParameterServerSyncConcurrencyTest, WaitersWakeOnTheLastCommit) {

@@ -1,6 +1,7 @@
 // Synchronous training on parameter-server shards (rpc/parameter_service.h): aggregation per
 // version, exactness against asynchronous pushes, stale and early steps, waits, replica changes.
 // The threaded lock-step test is parameter_server_sync_concurrency_test.cc.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -213,6 +214,68 @@ TEST_F(ParameterServerSyncTest, SwitchingToAsyncDropsUncommittedGradients) {
   for (const auto& [name, value] : initial) EXPECT_TRUE(SameTensor(value, now.at(name))) << name;
   EXPECT_EQ((*sync)[0].GetSyncStats().version, 0);
   EXPECT_GT((*sync)[0].GetSyncStats().dropped_pushes, 0);
+}
+
+// Rows evicted per table, summed over the shards of `shards`.
+std::map<std::string, int64_t> EvictAll(Shards& shards, int64_t min_step) {
+  std::map<std::string, int64_t> total;
+  for (int k = 0; k < shards.size(); ++k) {
+    absl::StatusOr<std::vector<TableEviction>> evicted = shards[k].Evict(min_step);
+    EXPECT_TRUE(evicted.ok()) << evicted.status();
+    if (!evicted.ok()) return {};
+    for (const TableEviction& t : *evicted) total[t.name] += t.rows;
+  }
+  return total;
+}
+
+// Evict leaves the gradients accumulated for the pending version alone. With min_step at most the
+// version (the estimator's case) the rows holding them were looked up at the version and stay, so
+// the version applies exactly as without the eviction; rows evicted with gradients pending
+// (min_step beyond the version) lose them, and the version still completes.
+TEST_F(ParameterServerSyncTest, EvictionLeavesThePendingVersionAlone) {
+  auto reference = Make(2);
+  auto sync = Make(2);
+  const std::vector<uint64_t> cold = SomeIds(10, 7);  // trained at step 0 only
+  for (Shards* shards : {reference.get(), sync.get()}) {
+    for (const TableSpec& t : spec_.tables) {
+      ASSERT_TRUE(shards->Lookup(t.name, cold, LookupMode::kTrain, 0).ok());
+    }
+  }
+  StepGradients a, b;
+  for (int64_t step = 1; step <= 3; ++step) {
+    a = TrainerGradients(spec_, 0, step);
+    b = TrainerGradients(spec_, 1, step);
+    for (Shards* shards : {reference.get(), sync.get()}) {
+      ASSERT_TRUE(LookupAndPush(*shards, spec_, a, step).ok());
+      ASSERT_TRUE(LookupAndPush(*shards, spec_, b, step).ok());
+      ASSERT_TRUE(shards->CommitStep(step).ok());  // trainer a
+      if (shards == sync.get() && step == 3) {
+        // Version 2, version 3 pending with one commit of two: the cold rows go, none else.
+        EXPECT_EQ(EvictAll(*sync, 2),
+                  (std::map<std::string, int64_t>{{"wide", 10}, {"emb/C1", 10}, {"emb/C2", 10}}));
+      }
+      ASSERT_TRUE(shards->CommitStep(step).ok());  // trainer b
+    }
+  }
+  EXPECT_EQ(sync->WaitForVersion(3, absl::ZeroDuration()).value_or(-1), 3);
+  ExpectSameModel(*reference, *sync, spec_, a);
+  ExpectSameModel(*reference, *sync, spec_, b);
+
+  // Version 4 pending; every row was last seen at step 3, so min_step 5 evicts them all (8 shared
+  // ids and 4 of each trainer per table), pending gradients or not.
+  a = TrainerGradients(spec_, 0, 4);
+  b = TrainerGradients(spec_, 1, 4);
+  ASSERT_TRUE(LookupAndPush(*sync, spec_, a, 4).ok());
+  ASSERT_TRUE(LookupAndPush(*sync, spec_, b, 4).ok());
+  ASSERT_TRUE(sync->CommitStep(4).ok());
+  EXPECT_EQ(EvictAll(*sync, 5),
+            (std::map<std::string, int64_t>{{"wide", 16}, {"emb/C1", 16}, {"emb/C2", 16}}));
+  ASSERT_TRUE(sync->CommitStep(4).ok());
+  EXPECT_EQ(sync->WaitForVersion(4, absl::ZeroDuration()).value_or(-1), 4);
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<TableStats> stats = (*sync)[k].GetTableStats().value();
+    for (const TableStats& t : stats) EXPECT_EQ(t.rows, 0) << t.name;
+  }
 }
 
 TEST_F(ParameterServerSyncTest, InitializeStartsAtVersionZeroAndRestoreAtTheCheckpointStep) {

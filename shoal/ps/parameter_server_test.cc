@@ -52,6 +52,7 @@ TEST_F(ParameterServerTest, CallsBeforeInitializeAreFailedPrecondition) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ps.Save("mem://model/x").status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ps.GetTableStats().status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ps.Evict(1).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(ParameterServerTest, InitializeIsIdempotentForAnEqualSpecOnly) {
@@ -270,6 +271,83 @@ TEST_F(ParameterServerTest, TableStatsCountRowsPerTableInSpecOrder) {
   EXPECT_EQ((*stats)[1].rows, 30);
   EXPECT_EQ((*stats)[2].rows, 0);
   EXPECT_GT((*stats)[1].memory_bytes, 0);
+}
+
+// Rows last seen (trained) before min_step go, counted per table; a row seen at min_step stays;
+// inference lookups do not count as seen; the next Save lacks the evicted rows.
+TEST_F(ParameterServerTest, EvictRemovesRowsUnseenSinceMinStepAndCountsThemPerTable) {
+  ParameterServer ps(fs_, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec_).ok());
+  const std::vector<uint64_t> old_ids = SomeIds(10, 0), edge = SomeIds(3, 1),
+                              recent = SomeIds(6, 2);
+  const auto lookup = [&](absl::string_view table, const std::vector<uint64_t>& ids,
+                          LookupMode mode, int64_t step) {
+    std::vector<float> rows(ids.size() * (table == "wide" ? 1 : 8));
+    EXPECT_TRUE(ps.Lookup(table, ids, mode, step, absl::MakeSpan(rows)).ok());
+  };
+  for (const char* table : {"wide", "emb/C1"}) {
+    lookup(table, old_ids, LookupMode::kTrain, 1);
+    const int64_t dim = table == std::string("wide") ? 1 : 8;
+    ASSERT_TRUE(ps.PushSparse(table, old_ids, SomeGrads(old_ids.size() * dim, 2), 2).ok());
+    lookup(table, edge, LookupMode::kTrain, 5);
+    lookup(table, recent, LookupMode::kTrain, 9);
+  }
+  std::vector<float> c2(old_ids.size() * 4);
+  ASSERT_TRUE(ps.Lookup("emb/C2", old_ids, LookupMode::kTrain, 3, absl::MakeSpan(c2)).ok());
+  ASSERT_TRUE(ps.Lookup("emb/C2", old_ids, LookupMode::kInference, 50, absl::MakeSpan(c2)).ok());
+
+  absl::StatusOr<std::vector<TableEviction>> evicted = ps.Evict(5);
+  ASSERT_TRUE(evicted.ok()) << evicted.status();
+  EXPECT_EQ(*evicted, (std::vector<TableEviction>{{"wide", 10}, {"emb/C1", 10}, {"emb/C2", 10}}));
+  const std::vector<TableStats> stats = ps.GetTableStats().value();
+  EXPECT_EQ(stats[0].rows, 9);
+  EXPECT_EQ(stats[1].rows, 9);
+  EXPECT_EQ(stats[2].rows, 0);
+  EXPECT_EQ(ps.Evict(5).value(),
+            (std::vector<TableEviction>{{"wide", 0}, {"emb/C1", 0}, {"emb/C2", 0}}));
+  EXPECT_EQ(Row(ps, "emb/C1", old_ids[0], 8), std::vector<float>(8, 0.0f));  // no row: zeros
+
+  absl::StatusOr<ShardFileInfo> saved = ps.Save("mem://model/ckpt-9");
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  std::map<std::string, int64_t> saved_rows;
+  for (const EntryInfo& e : saved->entries) {
+    if (e.kind == EntryKind::kTable) saved_rows[e.name] = e.units;
+  }
+  EXPECT_EQ(saved_rows, (std::map<std::string, int64_t>{{"wide@part-00000-of-00001", 9},
+                                                        {"emb/C1@part-00000-of-00001", 9},
+                                                        {"emb/C2@part-00000-of-00001", 0}}));
+
+  EXPECT_EQ(ps.Evict(-1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// An evicted id is a new id again: a training lookup creates its row from the initializer, with
+// fresh optimizer slots, exactly as on a server that never saw it.
+TEST_F(ParameterServerTest, AnEvictedIdComesBackFreshlyInitialised) {
+  ParameterServer ps(fs_, 0, 1), fresh(fs_, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec_).ok());
+  ASSERT_TRUE(fresh.Initialize(spec_).ok());
+  const std::vector<uint64_t> ids = SomeIds(5);
+  const std::vector<float> grads = SomeGrads(ids.size() * 8, 1);
+  std::vector<float> initial(ids.size() * 8), again(ids.size() * 8), trained_rows;
+  ASSERT_TRUE(ps.Lookup("emb/C1", ids, LookupMode::kTrain, 0, absl::MakeSpan(initial)).ok());
+  for (int64_t step = 1; step <= 3; ++step) {
+    ASSERT_TRUE(ps.PushSparse("emb/C1", ids, grads, step).ok());
+  }
+  for (uint64_t id : ids) {
+    const std::vector<float> row = Row(ps, "emb/C1", id, 8);
+    trained_rows.insert(trained_rows.end(), row.begin(), row.end());
+  }
+  ASSERT_NE(trained_rows, initial);
+  ASSERT_EQ(ps.Evict(10).value()[1].rows, 5);
+
+  ASSERT_TRUE(ps.Lookup("emb/C1", ids, LookupMode::kTrain, 10, absl::MakeSpan(again)).ok());
+  EXPECT_EQ(again, initial);
+  // Fresh Adagrad accumulators: one update moves the row as it moves a never-trained one.
+  std::vector<float> on_fresh(ids.size() * 8);
+  ASSERT_TRUE(fresh.Lookup("emb/C1", ids, LookupMode::kTrain, 10, absl::MakeSpan(on_fresh)).ok());
+  ASSERT_TRUE(ps.PushSparse("emb/C1", ids, grads, 11).ok());
+  ASSERT_TRUE(fresh.PushSparse("emb/C1", ids, grads, 11).ok());
+  for (uint64_t id : ids) EXPECT_EQ(Row(ps, "emb/C1", id, 8), Row(fresh, "emb/C1", id, 8)) << id;
 }
 
 TEST(TablePartEntryNameTest, NamesShardAndCount) {

@@ -184,6 +184,13 @@ struct TableStats {
   int64_t memory_bytes = 0;
 };
 
+// The rows ParameterService::Evict removed from one table.
+struct TableEviction {
+  std::string name;
+  int64_t rows = 0;
+  bool operator==(const TableEviction&) const = default;
+};
+
 // One table's part of a batched lookup (ParameterService::LookupMany): the rows of `ids` into
 // `out` (ids.size() x the table's dim). Views; the caller owns the memory.
 struct TableLookup {
@@ -281,6 +288,15 @@ class ParameterService {
   }
 
   [[nodiscard]] virtual absl::StatusOr<std::vector<TableStats>> GetTableStats() = 0;
+
+  // Eviction (docs/embedding.md): removes from every table of this shard the rows that no
+  // training lookup or update has touched at or after step `min_step` (>= 0; last_seen <
+  // min_step), and returns how many per table, in spec order. Inference lookups never count as
+  // seen. An evicted id reads as a new one: a later training lookup creates its row afresh from
+  // the initializer, with fresh optimizer slots. Like a push, it never runs inside an update or a
+  // Save, so a checkpoint saved after it lacks the evicted rows.
+  // INVALID_ARGUMENT for a negative min_step; FAILED_PRECONDITION before Initialize/Restore.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<TableEviction>> Evict(int64_t min_step) = 0;
 
   // Synchronous training (see the top of this file).
   //

@@ -112,6 +112,10 @@ absl::StatusOr<std::vector<TableStats>> ExportedParameters::GetTableStats() {
   return stats;
 }
 
+absl::StatusOr<std::vector<TableEviction>> ExportedParameters::Evict(int64_t /*min_step*/) {
+  return ReadOnly("Evict");
+}
+
 absl::Status ExportedParameters::SetSyncReplicas(int replicas) {
   return replicas == 0 ? absl::OkStatus() : ReadOnly("SetSyncReplicas");
 }

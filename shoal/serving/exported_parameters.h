@@ -9,7 +9,8 @@
 // inference checkpoint (export/inference_checkpoint.h): values only, no optimizer. Inference
 // lookups of ids without a row read zeros, as a parameter server's do. Everything that would
 // change the weights (pushes, kTrain lookups, Initialize with another spec, Restore, WarmStart,
-// sync training) is FAILED_PRECONDITION: the weights are those of the export, and never change.
+// Evict, sync training) is FAILED_PRECONDITION: the weights are those of the export, and never
+// change.
 //
 // Errors of Load: NOT_FOUND when the directory has no checkpoint or lacks a variable or table of
 // `spec`, INVALID_ARGUMENT when a shape or dim differs from `spec`, DATA_LOSS for corrupt data.
@@ -54,6 +55,7 @@ class ExportedParameters final : public ParameterService {
   absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override;
   absl::Status Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) override;
   absl::StatusOr<std::vector<TableStats>> GetTableStats() override;
+  absl::StatusOr<std::vector<TableEviction>> Evict(int64_t min_step) override;
   absl::Status SetSyncReplicas(int replicas) override;
   absl::Status CommitStep(int64_t step) override;
   absl::StatusOr<int64_t> WaitForVersion(int64_t version, absl::Duration timeout) override;

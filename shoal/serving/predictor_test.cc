@@ -24,8 +24,10 @@
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/job.h"
 #include "shoal/export/export_dir.h"
+#include "shoal/export/export_format.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
+#include "shoal/serving/exported_parameters.h"
 #include "shoal/tensor/random.h"
 
 namespace shoal {
@@ -324,6 +326,33 @@ TEST_F(PredictorTest, MlpMatchesTheEstimatorAndServesConcurrently) {
   }
   for (std::thread& t : threads) t.join();
   for (const auto& result : results) ExpectSame(expected, result);
+}
+
+// The weights of an export never change: every call that would change them is refused, and the
+// rows are still there after the refusals.
+TEST_F(PredictorTest, ExportedParametersAreReadOnly) {
+  Write("colors.txt", "red\ngreen\nblue\n");
+  Write("train.csv", "x1,x2,color,city,label\n" + absl::StrJoin(CtrRows(100, 1), "\n") + "\n");
+  const std::string export_dir = TrainAndExport(kCtrConfig, "wide_deep");
+  absl::StatusOr<std::unique_ptr<ExportedParameters>> params = ExportedParameters::Load(
+      **fs_.For(export_dir), JoinPath(export_dir, export_format::kVariablesDir),
+      estimator_->model_spec());
+  ASSERT_TRUE(params.ok()) << params.status();
+  const int64_t rows = (*params)->num_rows();
+  ASSERT_GT(rows, 0);
+  const uint64_t id = 1;
+  std::vector<float> row(1);
+  const std::vector<absl::Status> refused = {
+      (*params)->Evict(1000000).status(),
+      (*params)->PushSparse("wide", {&id, 1}, row, 1),
+      (*params)->Lookup("wide", {&id, 1}, LookupMode::kTrain, 1, absl::MakeSpan(row)),
+      (*params)->SetSyncReplicas(2),
+  };
+  for (const absl::Status& status : refused) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    EXPECT_THAT(status.message(), HasSubstr("read-only")) << status;
+  }
+  EXPECT_EQ((*params)->num_rows(), rows);
 }
 
 TEST_F(PredictorTest, BadRowsAndBrokenExportsAreNamed) {

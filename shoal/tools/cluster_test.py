@@ -78,6 +78,35 @@ def test_launch_stops_at_max_steps_cluster_wide(tmp_path):
     assert 10 <= summary["global_step"] <= 12, summary
 
 
+def test_the_chief_evicts_unseen_rows_on_every_ps_before_its_checkpoints(tmp_path):
+    """run.evict_unseen_steps over gRPC: the first 64 training rows have cities never seen again,
+    so the chief's checkpoint 10 evicts their rows from both PS (unseen for more than 3 steps),
+    and the summary counts them per table."""
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    train = os.path.join(os.path.dirname(job.config), "train.csv")
+    with open(train) as f:
+        lines = f.read().splitlines()
+    for i in range(1, 65):  # after the header; the city is the 4th column
+        fields = lines[i].split(",")
+        fields[3] = f"gone{i % 6}"
+        lines[i] = ",".join(fields)
+    with open(train, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    out = run("launch", job.config, "--ps", "2", "--workers", "1",
+              "--model-dir", str(tmp_path / "m"), "--set", "input.train.num_epochs=1",
+              "--set", "run.evict_unseen_steps=3")
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    evicted = summary["rows_evicted"]
+    assert evicted == {"city_embedding": 6, "wide": 6}, summary  # the six gone cities' rows
+    # Only the chief evicts, once per checkpoint after step 3, and its lines add up to the summary.
+    lines = re.findall(r"^\[(\S+)\] .*Evicted (\d+) rows unseen for 3 steps before checkpoint (\d+)",
+                       out.stdout, re.MULTILINE)
+    assert lines and {task for task, _, _ in lines} == {"chief:0"}, out.stdout[-3000:]
+    assert sum(int(n) for _, n, _ in lines) == sum(evicted.values()), (lines, summary)
+    assert int(lines[-1][2]) == summary["global_step"]
+
+
 @pytest.mark.parametrize("hidden", ["8", "40000"])
 def test_sync_training_with_one_trainer_equals_one_process_exactly(tmp_path, hidden):
     """run.sync_replicas=1 and only the chief training: every update is its step, applied once

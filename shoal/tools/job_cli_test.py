@@ -29,7 +29,7 @@ SAVE_CHECKPOINTS_STEPS = 10
 # one of 16.
 FINAL_STEP = math.ceil(TRAIN_ROWS * NUM_EPOCHS / BATCH_SIZE)
 SUMMARY_KEYS = {"global_step", "examples", "epochs_completed", "stop_reason", "checkpoint",
-                "metrics", "export_path", "exports", "wall_time_secs"}
+                "metrics", "export_path", "exports", "wall_time_secs", "rows_evicted"}
 PREDICTION_KEYS = {"logistic", "class_ids", "logits"}
 
 # The eval input's schema is an alias of the train input's, as in examples/titanic/config.yaml.
@@ -176,6 +176,7 @@ def test_train_prints_the_final_metrics_and_writes_the_summary(trained):
     assert summary["checkpoint"] == os.path.join(job.model_dir, f"ckpt-{FINAL_STEP}")
     assert os.path.isdir(summary["checkpoint"])
     assert 0 < summary["wall_time_secs"] < 300
+    assert summary["rows_evicted"] == {}  # run.evict_unseen_steps is 0: no eviction
 
     metrics = summary["metrics"]
     assert {"loss", "accuracy", "auc", "precision", "recall", "label/mean"} <= set(metrics)

@@ -490,6 +490,32 @@ absl::StatusOr<int64_t> ParameterClient::WaitForVersion(int64_t version, absl::D
   return lowest;
 }
 
+absl::StatusOr<std::vector<TableEviction>> ParameterClient::Evict(int64_t min_step) {
+  if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
+  if (min_step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Evict: min_step must be >= 0, got ", min_step));
+  }
+  std::vector<std::vector<TableEviction>> per_shard(shards_.size());
+  RETURN_IF_ERROR(ForEachShard(num_shards(), "evicting on", [&](int k) -> absl::Status {
+    ASSIGN_OR_RETURN(per_shard[k], shards_[k]->Evict(min_step));
+    return absl::OkStatus();
+  }));
+  std::vector<TableEviction> total(spec_.tables.size());
+  absl::flat_hash_map<absl::string_view, size_t> index;
+  for (size_t i = 0; i < spec_.tables.size(); ++i) {
+    total[i].name = spec_.tables[i].name;
+    index[total[i].name] = i;
+  }
+  for (const std::vector<TableEviction>& evicted : per_shard) {
+    for (const TableEviction& t : evicted) {
+      auto it = index.find(t.name);
+      if (it == index.end()) continue;  // a table outside the spec: not ours to report
+      total[it->second].rows += t.rows;
+    }
+  }
+  return total;
+}
+
 absl::StatusOr<std::vector<TableStats>> ParameterClient::GetTableStats() {
   if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
   std::vector<TableStats> total(spec_.tables.size());

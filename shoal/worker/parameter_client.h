@@ -31,9 +31,10 @@
 // for calls that do not match the spec (unknown table, wrong sizes), FAILED_PRECONDITION before
 // Initialize/Restore.
 //
-// Thread safety: after Initialize/Restore, Pull/Push/Lookup may be called from many threads; Save,
-// Initialize and Restore must not overlap with each other. SetSyncReplicas, CommitStep and
-// WaitForVersion only read the shard list: any thread, any time (no Initialize needed).
+// Thread safety: after Initialize/Restore, Pull/Push/Lookup and Evict may be called from many
+// threads; Save, Initialize and Restore must not overlap with each other. SetSyncReplicas,
+// CommitStep and WaitForVersion only read the shard list: any thread, any time (no Initialize
+// needed).
 #pragma once
 
 #include <cstdint>
@@ -118,6 +119,10 @@ class ParameterClient {
 
   // Per table, summed over shards, in spec.tables order.
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats();
+
+  // ParameterService::Evict(min_step) on every shard, in parallel: the rows each table lost,
+  // summed over shards, in spec.tables order. When a shard fails, the others may have evicted.
+  [[nodiscard]] absl::StatusOr<std::vector<TableEviction>> Evict(int64_t min_step);
 
   // dim of `table`; INVALID_ARGUMENT when unknown.
   [[nodiscard]] absl::StatusOr<int64_t> TableDim(absl::string_view table) const;

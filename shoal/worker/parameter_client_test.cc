@@ -83,6 +83,7 @@ class FakeShard final : public ParameterService {
     for (size_t i = 0; i < ids.size(); ++i) {
       float* dst = out.data() + i * t->dim;
       auto it = rows.find(ids[i]);
+      if (mode == LookupMode::kTrain) Seen(table, ids[i], step);
       if (it != rows.end()) {
         std::copy(it->second.begin(), it->second.end(), dst);
       } else if (mode == LookupMode::kTrain) {
@@ -107,6 +108,7 @@ class FakeShard final : public ParameterService {
     for (size_t i = 0; i < ids.size(); ++i) {
       auto it = rows.find(ids[i]);
       if (it == rows.end()) continue;
+      Seen(table, ids[i], step);
       for (int64_t e = 0; e < t->dim; ++e) it->second[e] -= grads[i * t->dim + e];
     }
     return absl::OkStatus();
@@ -141,6 +143,29 @@ class FakeShard final : public ParameterService {
                        .memory_bytes = 100});
     }
     return stats;
+  }
+
+  // Removes the rows last seen before min_step, as a real shard does.
+  absl::StatusOr<std::vector<TableEviction>> Evict(int64_t min_step) override {
+    RETURN_IF_ERROR(Check());
+    evictions.push_back(min_step);
+    std::vector<TableEviction> evicted;
+    for (const TableSpec& t : spec_.tables) {
+      auto& rows = rows_[t.name];
+      auto& seen = last_seen_[t.name];
+      int64_t n = 0;
+      for (auto it = rows.begin(); it != rows.end();) {
+        if (seen[it->first] >= min_step) {
+          ++it;
+          continue;
+        }
+        seen.erase(it->first);
+        it = rows.erase(it);
+        ++n;
+      }
+      evicted.push_back({t.name, n});
+    }
+    return evicted;
   }
 
   absl::Status SetSyncReplicas(int replicas) override {
@@ -182,6 +207,7 @@ class FakeShard final : public ParameterService {
   std::vector<int64_t> commits;
   std::vector<absl::Duration> waits;
   int64_t version = 0;
+  std::vector<int64_t> evictions;  // the min_step of each Evict
 
  private:
   absl::Status Check() const {
@@ -200,6 +226,10 @@ class FakeShard final : public ParameterService {
     }
     return absl::InvalidArgumentError("unknown table");
   }
+  void Seen(absl::string_view table, uint64_t id, int64_t step) {
+    int64_t& last = last_seen_[std::string(table)][id];
+    last = std::max(last, step);
+  }
   absl::Status Owned(absl::Span<const uint64_t> ids) const {
     for (uint64_t id : ids) {
       if (RowShard(id, num_shards_) != shard_) {
@@ -215,6 +245,7 @@ class FakeShard final : public ParameterService {
   ModelSpec spec_;
   std::map<std::string, Tensor> dense_;
   std::map<std::string, std::map<uint64_t, std::vector<float>>> rows_;
+  std::map<std::string, std::map<uint64_t, int64_t>> last_seen_;  // training lookups and pushes
 };
 
 class ParameterClientTest : public ::testing::Test {
@@ -522,6 +553,45 @@ TEST_F(ParameterClientTest, SaveCommitsEveryShardWithExtraJsonAndRestores) {
   ASSERT_TRUE(restored->PullDense(&b).ok());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(SameTensor(a[i], b[i])) << i;
   EXPECT_EQ(restored->TableDim("wide").value(), 1);
+}
+
+TEST_F(ParameterClientTest, EvictCallsEveryShardAndSumsPerTable) {
+  auto client = Client(2);
+  EXPECT_EQ(client->Evict(1).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(client->Initialize(spec_).ok());
+  // 40 ids seen at step 1 only, 40 others at step 8; both shards hold some of the old ones.
+  const std::vector<uint64_t> old_ids = SomeIds(40, 0), new_ids = SomeIds(40, 1);
+  int old_on_shard_0 = 0;
+  for (uint64_t id : old_ids) old_on_shard_0 += RowShard(id, 2) == 0;
+  ASSERT_GT(old_on_shard_0, 0);
+  ASSERT_LT(old_on_shard_0, 40);
+  for (const TableSpec& t : spec_.tables) {
+    std::vector<float> rows(40 * t.dim);
+    ASSERT_TRUE(client->Lookup(t.name, old_ids, LookupMode::kTrain, 1, absl::MakeSpan(rows)).ok());
+    ASSERT_TRUE(client->Lookup(t.name, new_ids, LookupMode::kTrain, 8, absl::MakeSpan(rows)).ok());
+  }
+
+  absl::StatusOr<std::vector<TableEviction>> evicted = client->Evict(5);
+  ASSERT_TRUE(evicted.ok()) << evicted.status();
+  ASSERT_EQ(evicted->size(), spec_.tables.size());
+  for (size_t i = 0; i < spec_.tables.size(); ++i) {
+    EXPECT_EQ((*evicted)[i].name, spec_.tables[i].name);
+    EXPECT_EQ((*evicted)[i].rows, 40);  // the sum of both shards' parts
+  }
+  EXPECT_EQ(fake(0).evictions, std::vector<int64_t>{5});
+  EXPECT_EQ(fake(1).evictions, std::vector<int64_t>{5});
+  const std::vector<TableStats> stats = client->GetTableStats().value();
+  for (const TableStats& t : stats) EXPECT_EQ(t.rows, 40) << t.name;
+  // Nothing older is left.
+  const std::vector<TableEviction> again = client->Evict(5).value();
+  for (const TableEviction& t : again) EXPECT_EQ(t.rows, 0) << t.name;
+
+  EXPECT_EQ(client->Evict(-1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fake(0).evictions.size(), 2u);  // refused before any shard was called
+  fake(1).fail = absl::UnavailableError("ps:1 went away");
+  absl::Status s = client->Evict(9).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("evicting on shard 1 of 2"));
 }
 
 TEST_F(ParameterClientTest, SyncCallsReachEveryShardAndTheLowestVersionIsReturned) {

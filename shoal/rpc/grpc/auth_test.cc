@@ -68,6 +68,7 @@ void ExpectEveryMethodUnauthenticated(ParameterService& ps, CoordinatorService& 
       {"Restore", ps.Restore(spec, "/tmp/never")},
       {"WarmStart", ps.WarmStart(spec, "/tmp/never", {&name, 1})},
       {"GetTableStats", ps.GetTableStats().status()},
+      {"Evict", ps.Evict(1).status()},
       {"SetSyncReplicas", ps.SetSyncReplicas(2)},
       {"CommitStep", ps.CommitStep(1)},
       {"WaitForVersion", ps.WaitForVersion(0, absl::Seconds(1)).status()},
@@ -154,6 +155,7 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
   rpc::RestoreReply restore;
   rpc::WarmStartReply warm;
   rpc::GetTableStatsReply stats;
+  rpc::EvictReply evict;
   rpc::SetSyncReplicasReply replicas;
   rpc::CommitStepReply commit;
   rpc::WaitForVersionReply version;
@@ -189,6 +191,7 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
       {"Restore", call([&](auto* c) { return ps->Restore(c, {}, &restore); })},
       {"WarmStart", call([&](auto* c) { return ps->WarmStart(c, {}, &warm); })},
       {"GetTableStats", call([&](auto* c) { return ps->GetTableStats(c, {}, &stats); })},
+      {"Evict", call([&](auto* c) { return ps->Evict(c, {}, &evict); })},
       {"SetSyncReplicas", call([&](auto* c) { return ps->SetSyncReplicas(c, {}, &replicas); })},
       {"CommitStep", call([&](auto* c) { return ps->CommitStep(c, {}, &commit); })},
       {"WaitForVersion", call([&](auto* c) { return ps->WaitForVersion(c, {}, &version); })},

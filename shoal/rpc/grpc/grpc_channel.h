@@ -8,8 +8,8 @@
 // Connect waits until the peer accepts a connection, retrying with exponential backoff (100 ms,
 // x1.6, at most 2 s apart) until connect_deadline, so a job's processes may start in any order.
 // Every call then carries the secret and has a deadline (call_deadline; long_call_deadline for
-// Initialize, Save and Restore, which touch every parameter or the file system). A failed call
-// keeps the peer's status code and message, prefixed with the peer:
+// Initialize, Save, Restore, WarmStart and Evict, which touch every parameter or the file
+// system). A failed call keeps the peer's status code and message, prefixed with the peer:
 // "ps:1 at 10.0.0.7:4242: Lookup: <remote message>". If the peer goes away later, calls fail with
 // UNAVAILABLE while gRPC reconnects in the background (same backoff); retrying is the caller's
 // decision (docs/errors.md: UNAVAILABLE means retry the call).
@@ -35,9 +35,10 @@ struct ConnectOptions {
   std::string tls_ca_file;
   // The name the peer's certificate must carry when it differs from the host in `address`.
   std::string tls_server_name;
-  absl::Duration connect_deadline = absl::Seconds(60);    // Connect gives up after this
-  absl::Duration call_deadline = absl::Seconds(60);       // every call but the three below
-  absl::Duration long_call_deadline = absl::Minutes(30);  // Initialize, Save, Restore
+  absl::Duration connect_deadline = absl::Seconds(60);  // Connect gives up after this
+  absl::Duration call_deadline = absl::Seconds(60);     // every call but the ones below
+  // Initialize, Save, Restore, WarmStart, Evict
+  absl::Duration long_call_deadline = absl::Minutes(30);
   // Largest message sent or received, bytes, in [kMinMaxMessageBytes, kMaxMaxMessageBytes]; the
   // peer's ServerOptions::max_message_bytes should be the same.
   int64_t max_message_bytes = kDefaultMaxMessageBytes;

@@ -431,6 +431,24 @@ absl::StatusOr<std::vector<TableStats>> GrpcParameterService::GetTableStats() {
   return stats;
 }
 
+absl::StatusOr<std::vector<TableEviction>> GrpcParameterService::Evict(int64_t min_step) {
+  rpc::EvictRequest request;
+  request.set_min_step(min_step);
+  rpc::EvictReply reply;
+  // A walk over every row of the shard's tables, as long as a Save's snapshot: the long deadline.
+  RETURN_IF_ERROR(
+      Call(*channel_, "Evict", channel_->options().long_call_deadline,
+           [&](grpc::ClientContext* ctx) { return stub_->stub->Evict(ctx, request, &reply); }));
+  std::vector<TableEviction> evicted;
+  evicted.reserve(reply.tables_size());
+  for (const rpc::TableEviction& t : reply.tables()) {
+    absl::StatusOr<TableEviction> table = rpc_internal::FromProto(t);
+    if (!table.ok()) return BadReply(*channel_, "Evict", table.status().message());
+    evicted.push_back(*std::move(table));
+  }
+  return evicted;
+}
+
 absl::Status GrpcParameterService::SetSyncReplicas(int replicas) {
   rpc::SetSyncReplicasRequest request;
   request.set_replicas(replicas);

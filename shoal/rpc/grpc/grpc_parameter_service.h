@@ -63,6 +63,7 @@ class GrpcParameterService final : public ParameterService {
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
                                      absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats() override;
+  [[nodiscard]] absl::StatusOr<std::vector<TableEviction>> Evict(int64_t min_step) override;
   [[nodiscard]] absl::Status SetSyncReplicas(int replicas) override;
   [[nodiscard]] absl::Status CommitStep(int64_t step) override;
   [[nodiscard]] absl::StatusOr<int64_t> WaitForVersion(int64_t version,

@@ -95,6 +95,19 @@ TEST(GrpcParameterServiceTest, EveryMethodReachesTheImplementation) {
   EXPECT_EQ((*stats)[1].memory_bytes, 512);
 }
 
+TEST(GrpcParameterServiceTest, EvictRoundTripsTheStepAndThePerTableCounts) {
+  FakeParameterService fake;
+  Loopback lb = StartLoopback(&fake, nullptr);
+  ASSERT_NE(lb.channel, nullptr);
+  GrpcParameterService ps(lb.channel);
+
+  absl::StatusOr<std::vector<TableEviction>> evicted = ps.Evict(1234567890123);
+  ASSERT_TRUE(evicted.ok()) << evicted.status();
+  EXPECT_EQ(*evicted, (std::vector<TableEviction>{{"emb", 5}, {"wide", 0}}));
+  ASSERT_TRUE(ps.Evict(0).ok());
+  EXPECT_EQ(fake.evictions(), (std::vector<int64_t>{1234567890123, 0}));
+}
+
 TEST(GrpcParameterServiceTest, SyncMethodsRoundTrip) {
   FakeParameterService fake;
   Loopback lb = StartLoopback(&fake, nullptr);

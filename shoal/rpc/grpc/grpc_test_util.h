@@ -164,6 +164,17 @@ class FakeParameterService final : public ParameterService {
     ++calls_;
     return std::vector<TableStats>{{"emb", 17, 4096}, {"wide", 3, 512}};
   }
+  // Evicts 5 rows of "emb" and none of "wide", whatever min_step (recorded).
+  absl::StatusOr<std::vector<TableEviction>> Evict(int64_t min_step) override {
+    MutexLock lock(&mu_);
+    ++calls_;
+    evictions_.push_back(min_step);
+    return std::vector<TableEviction>{{"emb", 5}, {"wide", 0}};
+  }
+  std::vector<int64_t> evictions() const {
+    MutexLock lock(&mu_);
+    return evictions_;
+  }
   absl::Status SetSyncReplicas(int replicas) override {
     MutexLock lock(&mu_);
     ++calls_;
@@ -204,6 +215,7 @@ class FakeParameterService final : public ParameterService {
   std::vector<DensePush> dense_pushes_ ABSL_GUARDED_BY(mu_);
   int replicas_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int64_t> commits_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> evictions_ ABSL_GUARDED_BY(mu_);  // the min_step of each Evict
 };
 
 // Echoes its arguments in the JobState it returns and records every call. Thread-safe.

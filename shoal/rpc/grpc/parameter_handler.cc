@@ -83,6 +83,10 @@ class ParameterHandler final : public rpc::ParameterService::Service {
                              rpc::GetTableStatsReply* reply) override {
     return gate_->Serve(*ctx, [&] { return DoGetTableStats(reply); });
   }
+  grpc::Status Evict(grpc::ServerContext* ctx, const rpc::EvictRequest* request,
+                     rpc::EvictReply* reply) override {
+    return gate_->Serve(*ctx, [&] { return DoEvict(*request, reply); });
+  }
   grpc::Status SetSyncReplicas(grpc::ServerContext* ctx, const rpc::SetSyncReplicasRequest* request,
                                rpc::SetSyncReplicasReply* /*reply*/) override {
     return gate_->Serve(*ctx, [&] { return ps_->SetSyncReplicas(request->replicas()); });
@@ -292,6 +296,12 @@ class ParameterHandler final : public rpc::ParameterService::Service {
   absl::Status DoGetTableStats(rpc::GetTableStatsReply* reply) {
     ASSIGN_OR_RETURN(std::vector<TableStats> stats, ps_->GetTableStats());
     for (const TableStats& s : stats) ToProto(s, reply->add_tables());
+    return absl::OkStatus();
+  }
+
+  absl::Status DoEvict(const rpc::EvictRequest& request, rpc::EvictReply* reply) {
+    ASSIGN_OR_RETURN(std::vector<TableEviction> evicted, ps_->Evict(request.min_step()));
+    for (const TableEviction& t : evicted) ToProto(t, reply->add_tables());
     return absl::OkStatus();
   }
 

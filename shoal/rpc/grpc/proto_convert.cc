@@ -347,6 +347,20 @@ TableStats FromProto(const rpc::TableStats& in) {
   return {.name = in.name(), .rows = in.rows(), .memory_bytes = in.memory_bytes()};
 }
 
+void ToProto(const TableEviction& eviction, rpc::TableEviction* out) {
+  out->set_name(eviction.name);
+  out->set_rows(eviction.rows);
+}
+
+absl::StatusOr<TableEviction> FromProto(const rpc::TableEviction& in) {
+  if (in.name().empty()) return absl::InvalidArgumentError("a table eviction without a name");
+  if (in.rows() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", in.name(), "': ", in.rows(), " rows evicted"));
+  }
+  return TableEviction{.name = in.name(), .rows = in.rows()};
+}
+
 void ToProto(const TaskId& task, rpc::TaskId* out) {
   out->set_role(ToProto(task.role));
   out->set_index(task.index);

@@ -34,6 +34,10 @@ absl::Status FromProto(const rpc::ShardFileInfo& in, ShardFileInfo* info);
 void ToProto(const TableStats& stats, rpc::TableStats* out);
 TableStats FromProto(const rpc::TableStats& in);
 
+void ToProto(const TableEviction& eviction, rpc::TableEviction* out);
+// INVALID_ARGUMENT for an empty name or a negative row count.
+absl::StatusOr<TableEviction> FromProto(const rpc::TableEviction& in);
+
 void ToProto(const TaskId& task, rpc::TaskId* out);
 absl::StatusOr<TaskId> FromProto(const rpc::TaskId& in);
 
