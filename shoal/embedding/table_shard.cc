@@ -110,15 +110,17 @@ absl::Status TableShard::Rehash(size_t min_slots) {
 }
 
 absl::StatusOr<uint32_t> TableShard::CreateRow(uint64_t id, uint64_t hash, uint32_t step,
-                                               uint32_t count) {
+                                               uint32_t count, bool initialize) {
   if (OverMaxLoad(arena_.size() + 1, cap_)) RETURN_IF_ERROR(Rehash(cap_ + cap_ / 2));
   ASSIGN_OR_RETURN(const uint32_t ref, arena_.Append());
   *Header(ref) = RowHeader{id, step, count};
-  float* values = Values(ref);
-  layout_->initializer.Fill(id, values);
-  if (!layout_->slot_init.empty()) {
-    std::memcpy(values + layout_->dim, layout_->slot_init.data(),
-                layout_->slot_init.size() * sizeof(float));
+  if (initialize) {
+    float* values = Values(ref);
+    layout_->initializer.Fill(id, values);
+    if (!layout_->slot_init.empty()) {
+      std::memcpy(values + layout_->dim, layout_->slot_init.data(),
+                  layout_->slot_init.size() * sizeof(float));
+    }
   }
   InsertSlot(Tag(hash), ref);
   ++counters_.rows_created;
@@ -287,7 +289,7 @@ absl::Status TableShard::Import(uint64_t id, uint64_t hash, const float* values,
   if (found != 0) {
     ref = found - 1;
   } else {
-    ASSIGN_OR_RETURN(ref, CreateRow(id, hash, last_seen, count));
+    ASSIGN_OR_RETURN(ref, CreateRow(id, hash, last_seen, count, /*initialize=*/false));
   }
   *Header(ref) = RowHeader{id, last_seen, count};
   float* dst = Values(ref);

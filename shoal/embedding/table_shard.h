@@ -121,7 +121,11 @@ class TableShard {
   // Backward-shift deletion of the entry at `hole`.
   void EraseSlot(size_t hole);
   absl::Status Rehash(size_t min_slots);
-  absl::StatusOr<uint32_t> CreateRow(uint64_t id, uint64_t hash, uint32_t step, uint32_t count);
+  // `initialize`: fill the values and slots with their initial values (false when the caller
+  // overwrites them at once, as Import does: the initializer's random draws are most of a row's
+  // cost).
+  absl::StatusOr<uint32_t> CreateRow(uint64_t id, uint64_t hash, uint32_t step, uint32_t count,
+                                     bool initialize = true);
   // Moves the arena's last row into `ref` (about to be freed) and pops the arena.
   void RemoveRow(uint32_t ref);
 

@@ -466,6 +466,7 @@ absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint
   MemFileSystem snapshot_fs;
   const std::string snapshot_dir = "mem://snapshot";
   std::unique_ptr<ShardWriter> writer;
+  const absl::Time start = absl::Now();
   {
     // The snapshot's memory is allocated (and its pages touched) while updates go on, so that
     // the pause below only copies: about the shard's size now, plus 2% for rows added meanwhile.
@@ -483,6 +484,7 @@ absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint
                                                  {.expected_bytes = expected + expected / 50}));
   }
   ShardFileInfo info;
+  const absl::Time allocated = absl::Now();
   {
     MutexLock lock(&mu_);
     if (state_ == nullptr) return Uninitialized();
@@ -507,11 +509,20 @@ absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint
     }
     ASSIGN_OR_RETURN(info, writer->Finish());
   }
+  const absl::Time resumed = absl::Now();
   RETURN_IF_ERROR(fs->RecursivelyCreateDir(checkpoint_dir));
   const std::string source = JoinPath(snapshot_dir, info.name);
   const std::string target = JoinPath(checkpoint_dir, info.name);
   RETURN_IF_ERROR_CTX(CopyFileAtomically(snapshot_fs, source, *fs, target), "writing shard ",
                       shard_, " of ", num_shards_);
+  const absl::Time written = absl::Now();
+  LOG(INFO) << "ps shard " << shard_ << ": saved " << info.bytes << " bytes to " << target
+            << " (memory "
+            << absl::FormatDuration(absl::Trunc(allocated - start, absl::Milliseconds(1)))
+            << ", updates paused "
+            << absl::FormatDuration(absl::Trunc(resumed - allocated, absl::Milliseconds(1)))
+            << ", write "
+            << absl::FormatDuration(absl::Trunc(written - resumed, absl::Milliseconds(1))) << ")";
   return info;
 }
 
