@@ -28,6 +28,36 @@ namespace {
 constexpr int kRows = 600;
 constexpr int kEpochs = 2;
 
+// The chief's cut of one epoch of `input` into data tasks.
+std::vector<InputTask> EpochTasks(FileSystems& fs, const InputConfig& input) {
+  StaticTaskOptions cut = input.TaskOptions();
+  cut.num_epochs = 1;
+  auto static_tasks = StaticTaskSource::Create(fs, cut, RecordFormat::kText);
+  EXPECT_TRUE(static_tasks.ok()) << static_tasks.status();
+  std::vector<InputTask> tasks;
+  if (!static_tasks.ok()) return tasks;
+  for (const DataTask& t : (*static_tasks)->epoch_tasks()) {
+    tasks.push_back({.path = t.path, .begin = t.begin, .end = t.end});
+  }
+  return tasks;
+}
+
+// The trainers of the tests: a chief and a worker.
+constexpr TaskId kTrainers[] = {{.role = TaskRole::kChief, .index = 0},
+                                {.role = TaskRole::kWorker, .index = 0}};
+
+// An in-process coordinator of a chief, a worker and a PS, with both trainers registered.
+std::unique_ptr<Coordinator> TwoTrainerCoordinator() {
+  ClusterSpec cluster;
+  cluster.chief = {"chief:1"};
+  cluster.worker = {"w0:1"};
+  cluster.ps = {"p0:1"};
+  cluster.task = {.role = TaskRole::kChief, .index = 0};
+  auto coordinator = std::make_unique<Coordinator>(CoordinatorOptions{.cluster = cluster});
+  for (const TaskId& t : kTrainers) EXPECT_TRUE(coordinator->Register(t, 1).ok());
+  return coordinator;
+}
+
 TEST(LeasedInputTest, TwoTrainersReadEveryRecordExactlyOncePerEpoch) {
   FileSystems& fs = DefaultFileSystems();
   const std::string path = JoinPath(::testing::TempDir(), "leased_input_test.csv");
@@ -55,26 +85,11 @@ TEST(LeasedInputTest, TwoTrainersReadEveryRecordExactlyOncePerEpoch) {
   columns.numeric = {id, x};
   columns.label.source = "label";
 
-  // The chief's cut of one epoch into tasks.
-  StaticTaskOptions cut = input.TaskOptions();
-  cut.num_epochs = 1;
-  auto static_tasks = StaticTaskSource::Create(fs, cut, RecordFormat::kText);
-  ASSERT_TRUE(static_tasks.ok()) << static_tasks.status();
-  std::vector<InputTask> tasks;
-  for (const DataTask& t : (*static_tasks)->epoch_tasks()) {
-    tasks.push_back({.path = t.path, .begin = t.begin, .end = t.end});
-  }
+  const std::vector<InputTask> tasks = EpochTasks(fs, input);
   ASSERT_GE(tasks.size(), 8u);
-
-  ClusterSpec cluster;
-  cluster.chief = {"chief:1"};
-  cluster.worker = {"w0:1"};
-  cluster.ps = {"p0:1"};
-  cluster.task = {.role = TaskRole::kChief, .index = 0};
-  Coordinator coordinator({.cluster = cluster});
-  const TaskId trainers[] = {{.role = TaskRole::kChief, .index = 0},
-                             {.role = TaskRole::kWorker, .index = 0}};
-  for (const TaskId& t : trainers) ASSERT_TRUE(coordinator.Register(t, 1).ok());
+  std::unique_ptr<Coordinator> owned = TwoTrainerCoordinator();
+  Coordinator& coordinator = *owned;
+  const auto& trainers = kTrainers;
   ASSERT_TRUE(
       coordinator.SetDataTasks(tasks, {.num_epochs = kEpochs, .shuffle = true, .seed = 3}, "")
           .ok());
@@ -157,24 +172,11 @@ TEST(LeasedInputTest, TwoTrainersPredictEveryRowOnceIntoItsTasksFile) {
   NumericColumn x;
   x.name = "x";
   columns.numeric = {x};
-  StaticTaskOptions cut = input.TaskOptions();
-  auto static_tasks = StaticTaskSource::Create(fs, cut, RecordFormat::kText);
-  ASSERT_TRUE(static_tasks.ok()) << static_tasks.status();
-  std::vector<InputTask> tasks;
-  for (const DataTask& t : (*static_tasks)->epoch_tasks()) {
-    tasks.push_back({.path = t.path, .begin = t.begin, .end = t.end});
-  }
+  const std::vector<InputTask> tasks = EpochTasks(fs, input);
   ASSERT_GE(tasks.size(), 8u);
-
-  ClusterSpec cluster;
-  cluster.chief = {"chief:1"};
-  cluster.worker = {"w0:1"};
-  cluster.ps = {"p0:1"};
-  cluster.task = {.role = TaskRole::kChief, .index = 0};
-  Coordinator coordinator({.cluster = cluster});
-  const TaskId trainers[] = {{.role = TaskRole::kChief, .index = 0},
-                             {.role = TaskRole::kWorker, .index = 0}};
-  for (const TaskId& t : trainers) ASSERT_TRUE(coordinator.Register(t, 1).ok());
+  std::unique_ptr<Coordinator> owned = TwoTrainerCoordinator();
+  Coordinator& coordinator = *owned;
+  const auto& trainers = kTrainers;
   ASSERT_TRUE(coordinator.SetDataTasks(tasks, {.num_epochs = 1}, "").ok());
   ASSERT_TRUE(coordinator.SetModelReady(0, "").ok());
 
