@@ -95,10 +95,13 @@ class ClusterRole final : public JobRole {
     while (true) {
       ASSIGN_OR_RETURN(JobState state, coordinator_->Heartbeat(task_, incarnation_));
       if (state.model_ready) return state.global_step;
-      if (state.phase == JobPhase::kDone || state.phase == JobPhase::kFailed) {
-        return absl::AbortedError(absl::StrCat(
-            "the job ended before the chief made the model ready: ", JobPhaseName(state.phase), " ",
-            state.message));
+      if (state.phase == JobPhase::kFailed) {
+        return JobFailedError(
+            absl::StrCat("before the chief made the model ready: ", state.message));
+      }
+      if (state.phase == JobPhase::kDone) {
+        return absl::AbortedError(
+            absl::StrCat("the job ended before the chief made the model ready: ", state.message));
       }
       if (absl::Now() > deadline) {
         return absl::DeadlineExceededError(
@@ -512,7 +515,8 @@ absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
   RETURN_IF_ERROR(connection.Reconnect(options.connect_deadline));
   while (true) {
     absl::Status status = RunWorkerIncarnation(options, connection.stub(), incarnation);
-    if (status.ok()) return status;
+    // Done, or the chief failed the job (it may be gone already: nothing to ask it).
+    if (status.ok() || IsJobFailedError(status)) return status;
     LOG(WARNING) << task.ToString() << ": " << status
                  << "; asking the coordinator whether the cluster rolls back";
     switch (AfterTrainerFailure(connection, task, incarnation, options, status)) {
