@@ -3,6 +3,7 @@
 // record is read and trained exactly once per epoch, whichever thread leases its task; a
 // prediction writes every row once into the file of its task. Threads: also run under
 // ThreadSanitizer (label concurrency).
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,6 +41,25 @@ std::vector<InputTask> EpochTasks(FileSystems& fs, const InputConfig& input) {
     tasks.push_back({.path = t.path, .begin = t.begin, .end = t.end});
   }
   return tasks;
+}
+
+// A trainer's side of the leased-task protocol, as the Estimator runs it: every batch to
+// `consume`, then BatchTrained; at the input's end Resume until the queue ends; Flush.
+absl::Status ConsumeLeased(BatchSource& source,
+                           const std::function<absl::Status(const FeatureBatch&)>& consume) {
+  FeatureBatch batch;
+  while (true) {
+    absl::Status next = source.Next(&batch);
+    if (absl::IsOutOfRange(next)) {
+      ASSIGN_OR_RETURN(const bool more, source.Resume());
+      if (!more) break;
+      continue;
+    }
+    RETURN_IF_ERROR(next);
+    RETURN_IF_ERROR(consume(batch));
+    source.BatchTrained(batch);
+  }
+  return source.Flush();
 }
 
 // The trainers of the tests: a chief and a worker.
@@ -108,21 +128,12 @@ TEST(LeasedInputTest, TwoTrainersReadEveryRecordExactlyOncePerEpoch) {
             LeasedTaskOptions{.poll_interval = absl::Milliseconds(2)});
         ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
                          InputFromConfig(fs, columns, input, "input.train", options)());
-        FeatureBatch batch;
-        while (true) {
-          absl::Status next = source->Next(&batch);
-          if (absl::IsOutOfRange(next)) {
-            ASSIGN_OR_RETURN(const bool more, source->Resume());
-            if (!more) break;
-            continue;
-          }
-          RETURN_IF_ERROR(next);
+        return ConsumeLeased(*source, [&](const FeatureBatch& batch) {
           for (int64_t i = 0; i < batch.batch_size; ++i) {
             ++seen[k][static_cast<int>(batch.dense.at(i, 0))];
           }
-          source->BatchTrained(batch);
-        }
-        return source->Flush();
+          return absl::OkStatus();
+        });
       }();
     });
   }
@@ -198,23 +209,13 @@ TEST(LeasedInputTest, TwoTrainersPredictEveryRowOnceIntoItsTasksFile) {
             std::make_shared<LeasedTaskSource>(&coordinator, trainers[k], 1, lease_options);
         ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
                          InputFromConfig(fs, columns, input, "input.predict", options)());
-        FeatureBatch batch;
-        while (true) {
-          absl::Status next = source->Next(&batch);
-          if (absl::IsOutOfRange(next)) {
-            ASSIGN_OR_RETURN(const bool more, source->Resume());
-            if (!more) break;
-            continue;
-          }
-          RETURN_IF_ERROR(next);
+        return ConsumeLeased(*source, [&](const FeatureBatch& batch) {
           PredictBatch predicted;
           predicted.batch_size = batch.batch_size;
           predicted.outputs = {{"p", &batch.dense}};
           predicted.features = &batch;
-          RETURN_IF_ERROR(files.Append(predicted));
-          source->BatchTrained(batch);
-        }
-        return source->Flush();
+          return files.Append(predicted);
+        });
       }();
     });
   }
