@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <thread>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -49,6 +52,15 @@ absl::Status Check(const EstimatorConfig& config) {
   }
   if (config.run.sync_replicas < 0) {
     return absl::InvalidArgumentError("run.sync_replicas must be >= 0");
+  }
+  if (config.run.train_threads < 1) {
+    return absl::InvalidArgumentError("run.train_threads must be >= 1");
+  }
+  if (config.run.train_threads > 1 && config.role != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.train_threads is ", config.run.train_threads,
+        ": several training threads are for one process; a cluster member trains on one thread "
+        "(start more workers to use more cores)"));
   }
   if (config.run.evict_unseen_steps < 0) {
     return absl::InvalidArgumentError("run.evict_unseen_steps must be >= 0");
@@ -102,7 +114,67 @@ absl::StatusOr<std::string> SaveFinalCheckpoint(Estimator& estimator) {
   return path;
 }
 
+// run.train_threads > 1: the input, shared by the training threads (each Next hands one batch to
+// one thread).
+class LockedBatchSource final : public BatchSource {
+ public:
+  explicit LockedBatchSource(std::unique_ptr<BatchSource> source) : source_(std::move(source)) {}
+  absl::Status Next(FeatureBatch* batch) override {
+    MutexLock lock(&mu_);
+    return source_->Next(batch);
+  }
+  PipelineStats Stats() const override {
+    MutexLock lock(&mu_);
+    return source_->Stats();
+  }
+  int64_t epochs_completed() const override {
+    MutexLock lock(&mu_);
+    return source_->epochs_completed();
+  }
+  void BatchTrained(const FeatureBatch& batch) override {
+    MutexLock lock(&mu_);
+    source_->BatchTrained(batch);
+  }
+  absl::StatusOr<bool> Resume() override {
+    MutexLock lock(&mu_);
+    return source_->Resume();
+  }
+  absl::Status Flush() override {
+    MutexLock lock(&mu_);
+    return source_->Flush();
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::unique_ptr<BatchSource> source_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace
+
+// What the training threads of one Train call share (run.train_threads > 1). Step numbers are
+// claimed before a batch is read, so that max_steps is never overrun; the global step counts the
+// steps completed.
+struct Estimator::TrainThreads {
+  int64_t first_step = 0;             // the global step when Train began
+  std::atomic<int64_t> claimed{0};    // the last step number handed out
+  std::atomic<int64_t> completed{0};  // steps pushed, by every thread
+  std::atomic<int64_t> examples{0};   // their examples
+  std::atomic<bool> stop{false};
+  Mutex mu;
+  absl::Status failure ABSL_GUARDED_BY(mu);  // the first extra thread's error
+
+  // A step's push is applied; called under push_gate_ (shared), so that SaveCheckpoint, which
+  // holds it exclusively, reads the count of the updates the parameter servers hold.
+  void Completed(int64_t batch_size) {
+    examples += batch_size;
+    ++completed;
+  }
+  void Fail(absl::Status status) {
+    MutexLock lock(&mu);
+    if (failure.ok()) failure = std::move(status);
+    stop = true;
+  }
+};
 
 Estimator::Estimator(FileSystems& fs, EstimatorConfig config)
     : fs_(fs), config_(std::move(config)) {}
@@ -306,6 +378,13 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
     RETURN_IF_ERROR_CTX(WaitForSyncVersion(global_step_).status(), "saving the checkpoint of step ",
                         global_step_);
   }
+  // Several training threads: their pushes wait while the checkpoint is taken, so that every
+  // in-process shard is saved at one cut, and its global step counts exactly the updates in it.
+  std::optional<MutexLock> gate;
+  if (active_threads_ != nullptr) {
+    gate.emplace(&push_gate_);
+    global_step_ = active_threads_->first_step + active_threads_->completed;
+  }
   // Before the save, so the checkpoint lacks the evicted rows (and matches the model in memory).
   RETURN_IF_ERROR(EvictUnseenRows());
   ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
@@ -402,10 +481,31 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
   RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::AfterCreateSession, context));
 
   ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source, input());
+  const int threads = config_.run.train_threads;
+  if (threads > 1) source = std::make_unique<LockedBatchSource>(std::move(source));
   current_input_ = source.get();
   FeatureBatch batch;
   ModelContext& ctx = *context_;
   absl::Status failure;
+  // run.train_threads > 1: threads 1..N-1 train beside this one (TrainOnThread); this thread keeps
+  // running the hooks, so checkpoints and logs come from here.
+  TrainThreads shared;
+  shared.first_step = global_step_;
+  shared.claimed = global_step_;
+  if (threads > 1) active_threads_ = &shared;
+  std::vector<std::jthread> extra_threads;
+  for (int k = 1; k < threads; ++k) {
+    extra_threads.emplace_back(
+        [this, k, &source, &shared, last_step] { TrainOnThread(k, *source, shared, last_step); });
+  }
+  absl::Cleanup stop_threads = [&] {
+    shared.stop = true;
+    extra_threads.clear();
+    active_threads_ = nullptr;
+  };
+  if (threads > 1) {
+    LOG(INFO) << "Training on " << threads << " threads (run.train_threads): asynchronous updates";
+  }
   // Pipelined pulls (run.pipeline_pull): while step t computes and pushes, a helper thread reads
   // batch t + 1 and makes its LookupMany. It is joined before the step's AfterRun hooks, so hooks
   // (checkpoints, evaluations) never run beside it.
@@ -452,6 +552,15 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
           options.max_steps > 0 && global_step_ >= options.max_steps ? "max_steps" : "steps";
       break;
     }
+    if (threads > 1 && shared.stop) break;  // another training thread failed
+    // The update this step pushes: the next global step; with several training threads, the next
+    // step number none of them has claimed.
+    const int64_t step = threads > 1 ? shared.claimed.fetch_add(1) + 1 : global_step_ + 1;
+    if (last_step > 0 && step > last_step) {
+      result.stop_reason =
+          options.max_steps > 0 && step > options.max_steps ? "max_steps" : "steps";
+      break;
+    }
     absl::Status next;
     absl::Status prepare;
     if (ahead.ready) {
@@ -486,7 +595,6 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
     failure = RunHooks(hooks, &SessionRunHook::BeforeRun, context);
     if (!failure.ok()) break;
 
-    const int64_t step = global_step_ + 1;
     failure = [&]() -> absl::Status {
       RETURN_IF_ERROR(prepare);
       ctx.BeginPreparedStep(batch, client_.get(), &prepared);
@@ -497,7 +605,11 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       RETURN_IF_ERROR(spec.status());
       RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
       nn::Backward(spec->loss);
-      RETURN_IF_ERROR(ctx.PushGradients(step));
+      {
+        ReaderMutexLock gate(&push_gate_);
+        RETURN_IF_ERROR(ctx.PushGradients(step));
+        if (threads > 1) shared.Completed(batch.batch_size);
+      }
       if (sync()) RETURN_IF_ERROR_CTX(client_->CommitStep(step), "committing the step");
       context.loss = spec->loss->value[0];
       return absl::OkStatus();
@@ -519,6 +631,8 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       if (reply->stop) {
         context.RequestStop(reply->stop_reason);
       }
+    } else if (threads > 1) {
+      global_step_ = shared.first_step + shared.completed;  // every thread's steps so far
     } else {
       global_step_ = step;
     }
@@ -527,13 +641,26 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
     ++result.steps;
     result.examples += batch.batch_size;
     context.global_step = global_step_;
-    context.examples = result.examples;
+    context.examples = threads > 1 ? shared.examples.load() : result.examples;
     failure = RunHooks(hooks, &SessionRunHook::AfterRun, context);
     if (!failure.ok()) break;
     if (context.stop_requested) {
       result.stop_reason = context.stop_reason;
       break;
     }
+  }
+  if (threads > 1) {
+    // The other threads end their step in progress; their steps and examples count as this
+    // Train's.
+    std::move(stop_threads).Invoke();  // joins
+    active_threads_ = nullptr;
+    MutexLock lock(&shared.mu);
+    if (failure.ok() && !shared.failure.ok()) failure = shared.failure;
+    result.steps = shared.completed;
+    result.examples = shared.examples;
+    global_step_ = shared.first_step + result.steps;
+    context.global_step = global_step_;
+    context.examples = result.examples;
   }
   if (failure.ok()) failure = AnnotateCat(source->Flush(), "training input");
   result.epochs_completed = source->epochs_completed();
@@ -573,6 +700,50 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
             << " after " << result.steps << " steps, " << result.examples << " examples in "
             << absl::StrFormat("%.1f", result.seconds) << " s";
   return result;
+}
+
+void Estimator::TrainOnThread(int index, BatchSource& source, TrainThreads& shared,
+                              int64_t last_step) {
+  // Its own model context (graph and buffers; the seed differs so that dropout masks do), the
+  // same parameter servers and input.
+  ModelContext ctx(config_.layout, GroupsOf(config_),
+                   config_.run.seed + static_cast<uint64_t>(index));
+  FeatureBatch batch;
+  PreparedStep prepared;
+  while (!shared.stop) {
+    const int64_t step = shared.claimed.fetch_add(1) + 1;
+    if (last_step > 0 && step > last_step) return;
+    absl::Status next = source.Next(&batch);
+    if (absl::IsOutOfRange(next)) return;  // the main thread sees the end too and stops
+    absl::Status status = [&]() -> absl::Status {
+      RETURN_IF_ERROR(next);
+      RETURN_IF_ERROR(ctx.Prepare(batch, Mode::kTrain, step, client_.get(), &prepared));
+      ctx.BeginPreparedStep(batch, client_.get(), &prepared);
+      absl::StatusOr<EstimatorSpec> spec =
+          config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);
+      RETURN_IF_ERROR(ctx.status());
+      RETURN_IF_ERROR(spec.status());
+      RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
+      const float loss = spec->loss->value[0];
+      if (!std::isfinite(loss)) {
+        // NanLossHook's check, for the steps the hooks do not see.
+        return absl::InvalidArgumentError(
+            absl::StrCat("the loss is ", loss,
+                         " (NaN loss during training): lower the learning rate or check "
+                         "the input for bad values"));
+      }
+      nn::Backward(spec->loss);
+      ReaderMutexLock gate(&push_gate_);
+      RETURN_IF_ERROR(ctx.PushGradients(step));
+      shared.Completed(batch.batch_size);
+      return absl::OkStatus();
+    }();
+    ctx.EndStep();
+    if (!status.ok()) {
+      shared.Fail(AnnotateCat(status, "training step ", step, " (training thread ", index, ")"));
+      return;
+    }
+  }
 }
 
 bool Estimator::PipelinePull() const {

@@ -48,6 +48,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "shoal/base/mutex.h"
 #include "shoal/data/feature_column.h"
 #include "shoal/data/pipeline.h"
 #include "shoal/estimator/hooks.h"
@@ -215,6 +216,10 @@ class Estimator {
   bool sync() const { return config_.run.sync_replicas > 0; }
   // Whether Train pulls the next batch during a step (run.pipeline_pull).
   bool PipelinePull() const;
+  // run.train_threads > 1: training thread `index` (>= 1) of a Train call, until `shared` says
+  // stop, the input ends or it claims a step past `last_step` (0: none).
+  struct TrainThreads;
+  void TrainOnThread(int index, BatchSource& source, TrainThreads& shared, int64_t last_step);
   // Sync mode: waits (sync_wait_timeout at most) until every shard reaches `version`; returns the
   // lowest shard version then.
   absl::StatusOr<int64_t> WaitForSyncVersion(int64_t version);
@@ -252,6 +257,10 @@ class Estimator {
   std::vector<EvalResult> evaluations_;
   std::map<std::string, int64_t> rows_evicted_;  // by table, since this Estimator was created
   const BatchSource* current_input_ = nullptr;
+  // Pushes hold it shared; SaveCheckpoint holds it exclusively (several training threads: the
+  // in-process shards are saved at one cut).
+  Mutex push_gate_;
+  TrainThreads* active_threads_ = nullptr;  // during a Train with run.train_threads > 1
   std::unique_ptr<EventWriter> train_events_;
   std::unique_ptr<EventWriter> eval_events_;
 };

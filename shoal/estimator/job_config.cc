@@ -344,6 +344,7 @@ absl::Status ParseRun(const Ctx& ctx, MapReader& r, RunConfig* run) {
   RETURN_IF_ERROR(r.Read("seed", &run->seed));
   RETURN_IF_ERROR(r.Read("sync_replicas", &run->sync_replicas, 0));
   RETURN_IF_ERROR(r.ReadEnum("pipeline_pull", &run->pipeline_pull, {"auto", "on", "off"}));
+  RETURN_IF_ERROR(r.Read("train_threads", &run->train_threads, 1));
   RETURN_IF_ERROR(r.Read("heartbeat_timeout_secs", &run->heartbeat_timeout_secs, 2));
   RETURN_IF_ERROR(r.Read("completion_timeout_secs", &run->completion_timeout_secs, 1));
   RETURN_IF_ERROR(r.Read("evict_unseen_steps", &run->evict_unseen_steps, 0));
@@ -351,6 +352,11 @@ absl::Status ParseRun(const Ctx& ctx, MapReader& r, RunConfig* run) {
     ASSIGN_OR_RETURN(MapReader warm,
                      MapReader::Create(r.src(), r.Get("warm_start"), r.PathOf("warm_start")));
     RETURN_IF_ERROR(ParseWarmStart(ctx, warm, &run->warm_start));
+  }
+  if (run->train_threads > 1 && run->sync_replicas > 0) {
+    return r.ErrorAt("train_threads",
+                     "more than 1 needs asynchronous training (sync_replicas 0); synchronous "
+                     "training is for clusters, whose trainers are processes");
   }
   if (run->pipeline_pull == "on" && run->sync_replicas > 0) {
     return r.ErrorAt("pipeline_pull",

@@ -101,6 +101,12 @@ struct RunConfig {
   // current step's own update, like any asynchronous read of the parameter servers.
   // docs/cluster.md, "Pipelined pulls".
   std::string pipeline_pull = "auto";
+  // One process: how many threads train, each taking the next batch of the input and pushing its
+  // update at once to the in-process parameter servers (asynchronous, as the trainers of a
+  // cluster; TF's inter-op parallelism). 1 = one training thread, reproducible runs; N > 1 uses N
+  // cores for the steps but the order of updates varies from run to run. A cluster member refuses
+  // N > 1: start more workers instead. docs/estimator.md, "Training threads".
+  int train_threads = 1;
   // Cluster: a task silent this long is dead for the coordinator (its data tasks go back to the
   // queue, sync training stops waiting for it), and a task that cannot reach the coordinator this
   // long gives up. >= 2; heartbeats go every second.

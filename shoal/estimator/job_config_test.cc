@@ -165,6 +165,19 @@ TEST(JobConfigTest, PipelinePullIsAutoOnOrOffAndOnlyOnWhenAsync) {
   EXPECT_NE(sync_on.find("needs asynchronous training"), std::string::npos) << sync_on;
 }
 
+TEST(JobConfigTest, TrainThreadsArePositiveAndOnlyForAsyncTraining) {
+  absl::StatusOr<JobConfig> config = Parse(kMinimal);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.train_threads, 1);
+  config = Parse(kMinimal, {"run.train_threads=4"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.train_threads, 4);
+  EXPECT_NE(ErrorOf(kMinimal, {"run.train_threads=0"}).find("run.train_threads"),
+            std::string::npos);
+  const std::string sync = ErrorOf(kMinimal, {"run.sync_replicas=2", "run.train_threads=2"});
+  EXPECT_NE(sync.find("needs asynchronous training"), std::string::npos) << sync;
+}
+
 TEST(JobConfigTest, WarmStartNamesASourceAndPatterns) {
   absl::StatusOr<JobConfig> config =
       Parse(kMinimal, {"run.warm_start={from: ../old_model, patterns: ['dnn/*', 'emb/*']}"});

@@ -297,6 +297,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
   w.Int("seed", r.seed);
   w.Int("sync_replicas", r.sync_replicas);
   w.Str("pipeline_pull", r.pipeline_pull);
+  w.Int("train_threads", r.train_threads);
   w.Int("heartbeat_timeout_secs", r.heartbeat_timeout_secs);
   w.Int("completion_timeout_secs", r.completion_timeout_secs);
   w.Int("evict_unseen_steps", r.evict_unseen_steps);
