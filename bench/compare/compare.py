@@ -155,7 +155,8 @@ class Runner:
             overrides += ["--set", setting]
         config = os.path.join(HERE, "shoal_ctr.yaml")
         if trainers == 0:
-            argv = [a.shoal_bin, "train", config, "--model-dir", model_dir] + overrides
+            threads = ["--set", f"run.train_threads={a.shoal_threads}"]
+            argv = [a.shoal_bin, "train", config, "--model-dir", model_dir] + overrides + threads
         else:
             argv = [a.shoal_bin, "launch", config, "--ps", "1", "--workers", str(trainers - 1),
                     "--model-dir", model_dir] + overrides
@@ -179,6 +180,7 @@ class Runner:
                   "auc": auc, "logloss": loss, "own_auc": summary["metrics"].get("auc"),
                   "examples": summary.get("examples"), "global_step": summary.get("global_step"),
                   "settings": "parse_threads 2, prefetch_batches 4 (shoal_ctr.yaml)" +
+                              (f"; run.train_threads {a.shoal_threads}" if trainers == 0 else "") +
                               "".join(f"; {x}" for x in a.shoal_set)}
         self._finish(record, group, a.batch_size, wall)
 
@@ -187,7 +189,8 @@ class Runner:
         run_dir, group = self._group(f"shoal-mnist-{run}")
         model_dir = os.path.join(run_dir, "model")
         argv = [a.shoal_bin, "train", os.path.join(HERE, "shoal_mnist.yaml"), "--model-dir",
-                model_dir, "--set", f"input.train.num_epochs={a.mnist_epochs}"]
+                model_dir, "--set", f"input.train.num_epochs={a.mnist_epochs}",
+                "--set", f"run.train_threads={a.shoal_threads}"]
         t0 = time.monotonic()
         group.start("shoal", argv, env=self.env)
         code = group.wait("shoal")
@@ -197,7 +200,8 @@ class Runner:
         summary = json.load(open(os.path.join(model_dir, "summary.json")))
         record = {"bench": "mnist", "peer": "shoal", "trainers": 1, "processes": 1, "run": run,
                   "accuracy": summary["metrics"].get("accuracy"),
-                  "settings": "parse_threads 2, prefetch_batches 4 (defaults)"}
+                  "settings": "parse_threads 2, prefetch_batches 4 (defaults); "
+                              f"run.train_threads {a.shoal_threads}"}
         self._finish(record, group, 128, wall)
 
     # TensorFlow ----------------------------------------------------------------------------
@@ -330,6 +334,8 @@ def main():
     p.add_argument("--torch-threads", type=int, default=1, help="torch.set_num_threads")
     p.add_argument("--torch-blas-threads", type=int, default=2,
                    help="OPENBLAS_NUM_THREADS for PyTorch (its Linear layers call OpenBLAS)")
+    p.add_argument("--shoal-threads", type=int, default=os.cpu_count(),
+                   help="run.train_threads of shoal's one-process runs (default: the cores)")
     p.add_argument("--shoal-set", action="append", default=[], metavar="KEY=VALUE",
                    help="an extra --set for shoal's CTR runs (repeatable), e.g. run.pipeline_pull=on")
     p.add_argument("--timeout", type=float, default=3600)

@@ -49,8 +49,9 @@ absl::Status SparseBatch::Build(const FeatureBatch& batch) {
       return valid;
     }
   }
-  // Tables in order of their first feature; their ids are all of their features' ids, sorted and
-  // made unique. Existing elements are reused, so their vectors keep their capacity across calls.
+  // Tables in order of their first feature; their ids are all of their features' ids, unique, in
+  // order of first appearance. Existing elements are reused, so their containers keep their
+  // capacity across calls.
   features_.resize(batch.sparse.size());
   size_t num_tables = 0;
   for (size_t i = 0; i < batch.sparse.size(); ++i) {
@@ -58,37 +59,35 @@ absl::Status SparseBatch::Build(const FeatureBatch& batch) {
     size_t t = 0;
     while (t < num_tables && tables_[t].name != f.table) ++t;
     if (t == num_tables) {
-      if (num_tables == tables_.size()) tables_.emplace_back();
+      if (num_tables == tables_.size()) {
+        tables_.emplace_back();
+        rows_.emplace_back();
+      }
       tables_[t].name = f.table;
       tables_[t].ids.clear();
+      rows_[t].clear();
       ++num_tables;
     }
-    features_[i].table = static_cast<int>(t);
-    std::vector<uint64_t>& ids = tables_[t].ids;
-    ids.insert(ids.end(), f.ids.begin(), f.ids.end());
-  }
-  tables_.resize(num_tables);
-  for (Table& table : tables_) {
-    std::sort(table.ids.begin(), table.ids.end());
-    table.ids.erase(std::unique(table.ids.begin(), table.ids.end()), table.ids.end());
-    if (table.ids.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-      return absl::InvalidArgumentError(absl::StrCat("sparse table '", table.name, "' has ",
-                                                     table.ids.size(),
-                                                     " unique ids in one batch, over 2^31 - 1"));
-    }
-  }
-  for (size_t i = 0; i < batch.sparse.size(); ++i) {
-    const SparseFeature& f = batch.sparse[i];
     Feature& out = features_[i];
-    const std::vector<uint64_t>& unique = tables_[out.table].ids;
+    out.table = static_cast<int>(t);
+    std::vector<uint64_t>& unique = tables_[t].ids;
+    absl::flat_hash_map<uint64_t, int32_t>& rows = rows_[t];
     out.ids.row_index.resize(f.ids.size());
     for (size_t j = 0; j < f.ids.size(); ++j) {
-      out.ids.row_index[j] = static_cast<int32_t>(
-          std::lower_bound(unique.begin(), unique.end(), f.ids[j]) - unique.begin());
+      if (unique.size() == static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+        return absl::InvalidArgumentError(absl::StrCat("sparse table '", f.table,
+                                                       "' has over 2^31 - 1 unique ids in one "
+                                                       "batch"));
+      }
+      const auto [it, added] = rows.try_emplace(f.ids[j], static_cast<int32_t>(unique.size()));
+      if (added) unique.push_back(f.ids[j]);
+      out.ids.row_index[j] = it->second;
     }
     out.ids.offsets = f.offsets;
     out.ids.weights = f.weights;
   }
+  tables_.resize(num_tables);
+  rows_.resize(num_tables);
   return absl::OkStatus();
 }
 

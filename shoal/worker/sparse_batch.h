@@ -7,8 +7,10 @@
 //   for (const SparseBatch::Table& t : sparse.tables()) client.Lookup(t.name, t.ids, ...);
 //   nn::Var pooled = nn::EmbeddingPool(rows_of_table, sparse.feature(i).ids, combiner);
 //
-// Ids of one table are sorted and unique (all features of the table together). Build reuses the
-// object's buffers, so a worker keeps one SparseBatch for its whole run.
+// Ids of one table are unique (all features of the table together), in order of first
+// appearance: a hash map assigns each new id the next row, in one pass over the batch (sorting
+// and binary searches cost 14% of a CTR step). Build reuses the object's buffers, so a worker
+// keeps one SparseBatch for its whole run.
 //
 // Errors: INVALID_ARGUMENT when a feature's offsets or weights do not describe its ids (names
 // the feature). Thread-compatible.
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "shoal/data/feature_column.h"
 #include "shoal/nn/ops_sparse.h"
@@ -28,7 +31,7 @@ class SparseBatch {
  public:
   struct Table {
     std::string name;
-    std::vector<uint64_t> ids;  // sorted, unique
+    std::vector<uint64_t> ids;  // unique, in order of first appearance
   };
   struct Feature {
     int table = 0;      // index into tables()
@@ -47,6 +50,8 @@ class SparseBatch {
  private:
   std::vector<Table> tables_;
   std::vector<Feature> features_;
+  // Per table: id -> its index in Table::ids (kept between builds for their capacity).
+  std::vector<absl::flat_hash_map<uint64_t, int32_t>> rows_;
 };
 
 }  // namespace shoal

@@ -33,14 +33,14 @@ FeatureBatch Batch() {
   return batch;
 }
 
-TEST(SparseBatchTest, FeaturesSharingATableShareOneSortedUniqueIdList) {
+TEST(SparseBatchTest, FeaturesSharingATableShareOneUniqueIdListInOrderOfFirstAppearance) {
   SparseBatch sparse;
   ASSERT_TRUE(sparse.Build(Batch()).ok());
   ASSERT_EQ(sparse.tables().size(), 2u);
   EXPECT_EQ(sparse.tables()[0].name, "emb/shared");  // order of first feature
-  EXPECT_THAT(sparse.tables()[0].ids, ElementsAre(5, 10, 20, 30, 40));
+  EXPECT_THAT(sparse.tables()[0].ids, ElementsAre(30, 10, 20, 40, 5));
   EXPECT_EQ(sparse.tables()[1].name, "wide");
-  EXPECT_THAT(sparse.tables()[1].ids, ElementsAre(5, 7));
+  EXPECT_THAT(sparse.tables()[1].ids, ElementsAre(7, 5));
   EXPECT_EQ(sparse.FindTable("emb/shared"), 0);
   EXPECT_EQ(sparse.FindTable("wide"), 1);
   EXPECT_EQ(sparse.FindTable("nope"), -1);
@@ -63,9 +63,9 @@ TEST(SparseBatchTest, RowIndexMapsBackToTheIds) {
     EXPECT_EQ(f.ids.weights, batch.sparse[i].weights);
     EXPECT_TRUE(nn::ValidateSparseIds(f.ids, static_cast<int64_t>(unique.size())).ok());
   }
-  EXPECT_THAT(sparse.features()[0].ids.row_index, ElementsAre(3, 1, 3, 2));
-  EXPECT_THAT(sparse.features()[1].ids.row_index, ElementsAre(1, 0));
-  EXPECT_THAT(sparse.features()[2].ids.row_index, ElementsAre(2, 4, 0));
+  EXPECT_THAT(sparse.features()[0].ids.row_index, ElementsAre(0, 1, 0, 2));
+  EXPECT_THAT(sparse.features()[1].ids.row_index, ElementsAre(0, 1));
+  EXPECT_THAT(sparse.features()[2].ids.row_index, ElementsAre(2, 3, 4));
   EXPECT_EQ(sparse.features()[1].table, 1);
   EXPECT_THAT(sparse.features()[1].ids.weights, ElementsAre(0.5f, 2.0f));
 }
@@ -86,7 +86,8 @@ TEST(SparseBatchTest, RebuildReplacesEverything) {
   EXPECT_EQ(sparse.FindTable("emb/shared"), -1);
   // And back to the bigger batch: same result as a fresh object.
   ASSERT_TRUE(sparse.Build(Batch()).ok());
-  EXPECT_THAT(sparse.tables()[0].ids, ElementsAre(5, 10, 20, 30, 40));
+  EXPECT_THAT(sparse.tables()[0].ids, ElementsAre(30, 10, 20, 40, 5));
+  EXPECT_THAT(sparse.features()[2].ids.row_index, ElementsAre(2, 3, 4));
 }
 
 TEST(SparseBatchTest, EmptyExamplesAndNoFeatures) {
