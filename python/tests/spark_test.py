@@ -4,10 +4,12 @@ real cluster -- not local mode). Each test application is a `spark-submit` of sp
 the package shipped as --py-files (installed with pip from python/ first), and the `shoal` binary
 and the config shipped with --files, as docs/spark.md tells users to.
 
-One cluster and two applications serve every test (module fixtures): `training` trains wide & deep
-on generated CTR data in files mode (1 ps, the chief, 1 worker, an evaluator), then asks for more
-processes than the cluster has slots; `failing` runs a job whose input matches no file, one that
-trains past its timeout_secs, and one whose binary does not exist. About 2 minutes on 2 cores.
+One cluster and three applications serve every test (module fixtures): `training` trains wide &
+deep on generated CTR data in files mode (1 ps, the chief, 1 worker, an evaluator), then asks for
+more processes than the cluster has slots; `failing` runs a job whose input matches no file, one
+that trains past its timeout_secs, and one whose binary does not exist; `spark_mode` trains on
+DataFrames (input_mode="spark"), scores a DataFrame with that model (predict) and asks for a
+prediction without a checkpoint. About 3 minutes on 2 cores.
 
     SHOAL_BIN=build/shoal $(SHOAL_VENV=~/.cache/shoal/venv-spark \\
       SHOAL_REQUIREMENTS=scripts/requirements-spark.txt scripts/python-env.sh) \\
@@ -513,16 +515,18 @@ def all_files(directory):
             yield os.path.join(root, name)
 
 
-def test_the_job_secret_appears_in_no_log_ui_or_command_line(training, failing, cluster):
-    secrets = training.secrets + failing.secrets
+def test_the_job_secret_appears_in_no_log_ui_or_command_line(training, failing, spark_mode,
+                                                             cluster):
+    secrets = training.secrets + failing.secrets + spark_mode.secrets
     assert len(training.secrets) == 1 and len(failing.secrets) == 3, secrets
+    assert len(spark_mode.secrets) == 3, secrets  # predict's jobs have theirs too
     # It did reach the members: their environment held it while they ran.
     held = [env for env in training.seen["environ"].values()
             if f"SHOAL_JOB_SECRET={training.secrets[0]}".encode() in env.split(b"\0")]
     assert held, "no member was seen with the job's secret"
     for secret in secrets:
         token = secret.encode()
-        for submission in (training, failing):
+        for submission in (training, failing, spark_mode):
             assert not [c for c in submission.seen["cmdlines"] if token in c]
             assert secret not in submission.stdout and secret not in submission.stderr
             assert secret not in submission.event_log

@@ -123,7 +123,7 @@ def predict(spark, config: str, dataframe, num_workers: int, num_ps: int, *,
     what = describe(members)
     launch = Launch(shoal_binary, log_dir, timeout_secs, slot_wait_secs, slot_settle_secs,
                     kill_grace_secs, log_tail_lines)
-    sc = spark.sparkContext
+    sc = getattr(spark, "sparkContext", spark)
     parsed, problem = driver_config.load(sc, config)
     if parsed is None:
         log.warning("%s: cannot read %s on the driver (%s): the DataFrame's columns are not "
@@ -162,7 +162,7 @@ def predict(spark, config: str, dataframe, num_workers: int, num_ps: int, *,
     log.info("predicted %s rows into %s (%s files, checkpoint %s) in %.1f s", summary.get("rows"),
              output_dir, summary.get("files"), summary.get("checkpoint"),
              time.monotonic() - start)
-    scores = read_output(spark, output_dir, passthrough, dataframe.schema,
+    scores = read_output(dataframe.sparkSession, output_dir, passthrough, dataframe.schema,
                          staging.column_types(dataframe.schema, declared))
     scores.shoal_summary = summary
     return scores
