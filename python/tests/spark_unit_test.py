@@ -292,8 +292,8 @@ def test_a_staging_area_removes_what_it_wrote_unless_kept(tmp_path):
 def test_predict_checks_its_dataframe_and_passthrough_columns_first():
     with pytest.raises(ValueError, match="dataframe must be a DataFrame"):
         predict(None, "config.yaml", None, num_workers=1, num_ps=1)
-    with pytest.raises(ValueError, match=r"passthrough column 'uid' not in the DataFrame \(its "
-                                         r"columns: id, x\)"):
+    with pytest.raises(ValueError, match=r"predict: passthrough names the column 'uid', which "
+                                         r"the DataFrame does not have \(its columns: id, x\)"):
         predict(None, "config.yaml", frame("id long, x double"), 1, 1, passthrough=["uid"])
 
 

@@ -17,7 +17,7 @@ import re
 import secrets
 import threading
 import uuid
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from shoal.spark import checks, driver_config, staging
 from shoal.spark.cluster import Member, describe, plan_members, set_flags
@@ -170,12 +170,20 @@ def staging_area(sc, what: str, staging_dir: Optional[str], model_dir: Optional[
     """Where this job stages its DataFrames: `staging_dir`, else model_dir/spark-staging/JOB."""
     if staging_dir:
         return staging.StagingArea(sc, staging_dir, keep, own_root=False)
-    if not model_dir:
-        reason = (f"the config cannot be read on the driver ({config_problem})" if config_problem
-                  else "the config has no model_dir")
-        raise ValueError(f"{what}: give staging_dir= or model_dir= (the DataFrame is staged "
-                         f"under model_dir/spark-staging by default, and {reason})")
+    model_dir = required_model_dir(model_dir, config_problem, what, "staging_dir",
+                                   "the DataFrame is staged under model_dir/spark-staging")
     return staging.StagingArea(sc, staging.default_root(model_dir, job_id), keep, own_root=True)
+
+
+def required_model_dir(model_dir: Optional[str], config_problem: Optional[str], what: str,
+                       argument: str, default: str) -> str:
+    """`model_dir`, which a default place needs; without one a ValueError asks for `argument`."""
+    if model_dir:
+        return model_dir
+    reason = (f"the config cannot be read on the driver ({config_problem})" if config_problem
+              else "the config has no model_dir")
+    raise ValueError(f"{what}: give {argument}= or model_dir= ({default} by default, and "
+                     f"{reason})")
 
 
 def section_schema(parsed: Optional[Dict[str, Any]], overrides: Optional[Mapping[str, Any]],
@@ -197,6 +205,21 @@ def refuse_input_overrides(overrides: Optional[Mapping[str, Any]], sections: Seq
             if key in (f"input.{section}", f"input.{section}.files",
                        f"input.{section}.format"):
                 raise ValueError(f"{what}: overrides sets {key}, but {source}")
+
+
+def load_and_check(sc, config: str, frames: Mapping[str, Any], label: bool,
+                   what: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """The config as the driver reads it (driver_config.load), after checking that each of
+    `frames` ({"train_data": DataFrame}) holds the columns it reads (and its label when `label`),
+    all of types that can be staged."""
+    parsed, problem = driver_config.load(sc, config)
+    if parsed is None:
+        log.warning("%s: cannot read %s on the driver (%s): the DataFrames' columns are not "
+                    "checked here (shoal checks them when the job starts)", what, config, problem)
+    for name, frame in frames.items():
+        staging.check_columns(frame.schema, driver_config.needed_columns(parsed, label),
+                              f"{what}: {name}")
+    return parsed, problem
 
 
 def run(spark, config: str, num_workers: int, num_ps: int, evaluator: bool = True,
@@ -266,14 +289,9 @@ def run(spark, config: str, num_workers: int, num_ps: int, evaluator: bool = Tru
         sections = ["train"] + (["eval"] if eval_data is not None else [])
         refuse_input_overrides(overrides, sections, what_call,
                                "input_mode='spark' reads the DataFrames given instead")
-        parsed, problem = driver_config.load(sc, config)
-        if parsed is None:
-            log.warning("%s: cannot read %s on the driver (%s): the DataFrames' columns are not "
-                        "checked here (shoal checks them when the job starts)", what_call, config,
-                        problem)
-        for section, frame in zip(sections, (train_data, eval_data)):
-            staging.check_columns(frame.schema, driver_config.needed_columns(parsed, label=True),
-                                  f"{what_call}: {section}_data")
+        parsed, problem = load_and_check(
+            sc, config, {f"{s}_data": f for s, f in zip(sections, (train_data, eval_data))},
+            True, what_call)
         area = staging_area(sc, what_call, staging_dir,
                             resolve_model_dir(model_dir, overrides, parsed), problem,
                             uuid.uuid4().hex[:12], keep_staging)

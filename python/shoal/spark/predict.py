@@ -16,8 +16,9 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 from shoal.spark import driver_config, staging
 from shoal.spark import job as job_module  # its _new_job_secret, looked up at each call
 from shoal.spark.cluster import describe, plan_members, set_flags
-from shoal.spark.job import (Launch, check_config_arg, check_spark, refuse_input_overrides,
-                             resolve_model_dir, run_stage, section_schema, staging_area)
+from shoal.spark.job import (Launch, check_config_arg, check_spark, load_and_check,
+                             refuse_input_overrides, required_model_dir, resolve_model_dir,
+                             run_stage, section_schema, staging_area)
 from shoal.spark.member import MemberJob
 
 log = logging.getLogger("shoal.spark")
@@ -109,12 +110,7 @@ def predict(spark, config: str, dataframe, num_workers: int, num_ps: int, *,
     if isinstance(passthrough, str):
         passthrough = [passthrough]
     passthrough = list(passthrough)
-    names = [field.name for field in dataframe.schema.fields]
-    unknown = [c for c in passthrough if c not in names]
-    if unknown:
-        raise ValueError(f"{what_call}: passthrough column{'s' if len(unknown) > 1 else ''} "
-                         f"{', '.join(repr(c) for c in unknown)} not in the DataFrame (its "
-                         f"columns: {', '.join(names)})")
+    staging.require_columns(dataframe.schema, passthrough, what_call, "passthrough names")
     members = plan_members(num_ps, num_workers, evaluator)
     overrides = dict(overrides or {})
     set_flags(overrides)
@@ -124,22 +120,13 @@ def predict(spark, config: str, dataframe, num_workers: int, num_ps: int, *,
     launch = Launch(shoal_binary, log_dir, timeout_secs, slot_wait_secs, slot_settle_secs,
                     kill_grace_secs, log_tail_lines)
     sc = getattr(spark, "sparkContext", spark)
-    parsed, problem = driver_config.load(sc, config)
-    if parsed is None:
-        log.warning("%s: cannot read %s on the driver (%s): the DataFrame's columns are not "
-                    "checked here (shoal checks them when the job starts)", what_call, config,
-                    problem)
-    staging.check_columns(dataframe.schema, driver_config.needed_columns(parsed, label=False),
-                          f"{what_call}: dataframe")
+    parsed, problem = load_and_check(sc, config, {"dataframe": dataframe}, False, what_call)
     job_id = uuid.uuid4().hex[:12]
     resolved_model_dir = resolve_model_dir(model_dir, overrides, parsed)
     if output_dir is None:
-        if not resolved_model_dir:
-            reason = (f"the config cannot be read on the driver ({problem})" if problem
-                      else "the config has no model_dir")
-            raise ValueError(f"{what_call}: give output_dir= or model_dir= (the output goes "
-                             f"under model_dir/spark-predictions by default, and {reason})")
-        output_dir = default_output_dir(resolved_model_dir, job_id)
+        output_dir = default_output_dir(
+            required_model_dir(resolved_model_dir, problem, what_call, "output_dir",
+                               "the output goes under model_dir/spark-predictions"), job_id)
     area = staging_area(sc, what_call, staging_dir, resolved_model_dir, problem, job_id,
                         keep_staging)
     slots = check_spark(sc, members, what, launch)

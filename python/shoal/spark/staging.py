@@ -67,15 +67,20 @@ def derived_schema(schema) -> List[Dict[str, str]]:
     return [{"name": field.name, "type": shoal_type(field)} for field in schema.fields]
 
 
-def check_columns(schema, needed: Sequence[str], what: str) -> None:
-    """ValueError when a column the config needs is not in the DataFrame, or when a column
-    cannot be staged (shoal_type)."""
+def require_columns(schema, needed: Sequence[str], what: str, who: str) -> None:
+    """ValueError naming the columns of `needed` the DataFrame lacks, and those it has."""
     names = [field.name for field in schema.fields]
     missing = [name for name in needed if name not in names]
     if missing:
-        raise ValueError(f"{what}: the config needs the column{'s' if len(missing) > 1 else ''} "
+        raise ValueError(f"{what}: {who} the column{'s' if len(missing) > 1 else ''} "
                          f"{', '.join(repr(m) for m in missing)}, which the DataFrame does not "
                          f"have (its columns: {', '.join(names)})")
+
+
+def check_columns(schema, needed: Sequence[str], what: str) -> None:
+    """ValueError when a column the config needs is not in the DataFrame, or when a column
+    cannot be staged (shoal_type)."""
+    require_columns(schema, needed, what, "the config needs")
     derived_schema(schema)
 
 
