@@ -497,7 +497,8 @@ def test_the_spark_example_trains_wide_and_deep(cluster, workdir, data):
                SPARK_LOCAL_IP="127.0.0.1", DATA=str(data), MODEL_DIR=str(model_dir), WORKERS="1",
                EXECUTOR_MEMORY="512m")
     out = subprocess.run([os.path.join(REPO, "examples", "spark", "submit.sh"), "standalone",
-                          cluster.master, "--set", "run.log_step_count_steps=50"], env=env,
+                          cluster.master, "--set", "run.log_step_count_steps=50",
+                          "--score-eval"], env=env,
                          capture_output=True, text=True, timeout=420)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     # The driver's stderr (the log) comes out on spark-submit's stdout too; the summary is the
@@ -507,6 +508,14 @@ def test_the_spark_example_trains_wide_and_deep(cluster, workdir, data):
     assert summary["metrics"]["auc"] > 0.6, summary
     assert summary["export_path"].startswith(str(model_dir / "export" / "final")), summary
     assert os.path.isfile(os.path.join(summary["export_path"], "export.json"))
+    # --score-eval: the evaluation file (5000 rows) scored as a DataFrame typed as the criteo
+    # parser reads it gets the final evaluation's scores of the same rows (the same checkpoint).
+    scored = json.loads(next(line for line in out.stdout.splitlines()
+                             if line.startswith('{"mean_label"')))
+    assert scored["scored_rows"] == 5000, scored
+    assert scored["mean_label"] == pytest.approx(summary["metrics"]["label/mean"], abs=1e-4)
+    assert scored["mean_logistic"] == pytest.approx(summary["metrics"]["prediction/mean"],
+                                                    abs=1e-4), (scored, summary["metrics"])
 
 
 def all_files(directory):
