@@ -9,7 +9,7 @@ deep on generated CTR data in files mode (1 ps, the chief, 1 worker, an evaluato
 more processes than the cluster has slots; `failing` runs a job whose input matches no file, one
 that trains past its timeout_secs, and one whose binary does not exist; `spark_mode` trains on
 DataFrames (input_mode="spark"), scores a DataFrame with that model (predict) and asks for a
-prediction without a checkpoint. About 3 minutes on 2 cores.
+prediction without a checkpoint. About 3 to 4 minutes on 2 cores.
 
     SHOAL_BIN=build/shoal $(SHOAL_VENV=~/.cache/shoal/venv-spark \\
       SHOAL_REQUIREMENTS=scripts/requirements-spark.txt scripts/python-env.sh) \\
