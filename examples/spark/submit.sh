@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Trains wide & deep with shoal inside Spark executors: one spark-submit (docs/spark.md).
+# --score-eval then scores the evaluation file as a DataFrame too (shoal.spark.predict).
 #
 #   examples/spark/submit.sh standalone spark://HOST:7077 [train_wide_deep.py flags...]
 #   examples/spark/submit.sh yarn [train_wide_deep.py flags...]
@@ -21,7 +22,7 @@
 # On one machine (a standalone cluster on loopback) set SPARK_LOCAL_IP=127.0.0.1 too.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-usage() { sed -n '4,5p' "$0" | sed 's/^# //' >&2; exit 2; }
+usage() { sed -n '5,6p' "$0" | sed 's/^# //' >&2; exit 2; }
 (($# >= 1)) || usage
 mode="$1"
 shift

@@ -4,13 +4,18 @@ driver would, and writes what happened as JSON for the test to check.
     spark-submit ... spark_driver.py SPEC.json RESULT.json
 
 SPEC: {"calls": [{"name": ..., "kwargs": {...}}, ...], "secret_file": PATH, "ui_file": PATH}.
-Each call's result is {"summary": {...}} or {"error": CLASS, "message": TEXT}, with "seconds";
-"application_id" is the Spark application's (the name of its event log).
+A call is shoal.spark.run's, or with "function": "predict" shoal.spark.predict's; "dataframes"
+names keyword arguments that are DataFrames read from CSV: {"train_data": {"path": ..., "schema":
+DDL, "sep": ",", "header": false, "partitions": 4}}. Each call's result is {"summary": {...}}
+(for predict: the summary and "rows", the returned DataFrame's rows) or {"error": CLASS,
+"message": TEXT}, with "seconds"; "application_id" is the Spark application's (the name of its
+event log).
 The job secrets shoal.spark makes are recorded in secret_file (the test looks for them in every
 log it can read, and must know them to do so); the Spark UI's REST pages of this application
 (environment, jobs, stages, executors) are saved to ui_file before the context stops.
 """
 import json
+import logging
 import sys
 import time
 import urllib.request
@@ -35,13 +40,25 @@ def main(spec_path, result_path):
         return secret
 
     shoal.spark.job._new_job_secret = recorded_secret
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     spark = SparkSession.builder.appName("shoal spark_test").getOrCreate()
     results = {"application_id": spark.sparkContext.applicationId}
     try:
         for call in spec["calls"]:
             start = time.monotonic()
+            kwargs = dict(call["kwargs"])
+            for name, source in call.get("dataframes", {}).items():
+                kwargs[name] = (spark.read.csv(source["path"], schema=source["schema"],
+                                               sep=source.get("sep", ","),
+                                               header=source.get("header", False))
+                                .repartition(source["partitions"]))
             try:
-                outcome = {"summary": shoal.spark.run(spark, **call["kwargs"])}
+                if call.get("function") == "predict":
+                    scores = shoal.spark.predict(spark, **kwargs)
+                    outcome = {"summary": scores.shoal_summary,
+                               "rows": [row.asDict() for row in scores.collect()]}
+                else:
+                    outcome = {"summary": shoal.spark.run(spark, **kwargs)}
             except Exception as e:  # noqa: BLE001 - the test checks which one
                 outcome = {"error": type(e).__name__, "message": str(e)}
             outcome["seconds"] = time.monotonic() - start

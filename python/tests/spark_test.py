@@ -4,10 +4,12 @@ real cluster -- not local mode). Each test application is a `spark-submit` of sp
 the package shipped as --py-files (installed with pip from python/ first), and the `shoal` binary
 and the config shipped with --files, as docs/spark.md tells users to.
 
-One cluster and two applications serve every test (module fixtures): `training` trains wide & deep
-on generated CTR data in files mode (1 ps, the chief, 1 worker, an evaluator), then asks for more
-processes than the cluster has slots; `failing` runs a job whose input matches no file, one that
-trains past its timeout_secs, and one whose binary does not exist. About 2 minutes on 2 cores.
+One cluster and three applications serve every test (module fixtures): `training` trains wide &
+deep on generated CTR data in files mode (1 ps, the chief, 1 worker, an evaluator), then asks for
+more processes than the cluster has slots; `failing` runs a job whose input matches no file, one
+that trains past its timeout_secs, and one whose binary does not exist; `spark_mode` trains on
+DataFrames (input_mode="spark"), scores a DataFrame with that model (predict) and asks for a
+prediction without a checkpoint. About 3 to 4 minutes on 2 cores.
 
     SHOAL_BIN=build/shoal $(SHOAL_VENV=~/.cache/shoal/venv-spark \\
       SHOAL_REQUIREMENTS=scripts/requirements-spark.txt scripts/python-env.sh) \\
@@ -191,6 +193,116 @@ def failing(cluster, workdir, package, config, data):
     return submit(cluster, workdir, package, config, "failing", calls, str(workdir / "model-"))
 
 
+CRITEO_COLUMNS = (["label"] + [f"I{i}" for i in range(1, 14)] +
+                  [f"C{i}" for i in range(1, 27)])
+# The generated text read by Spark: counts as doubles, the hex ids as strings (which the hashed
+# columns hash as text; the model trained on them is scored on the same).
+CRITEO_DDL = ", ".join(f"{c} {'INT' if c == 'label' else 'DOUBLE' if c[0] == 'I' else 'STRING'}"
+                       for c in CRITEO_COLUMNS)
+# What shoal.spark derives from those types, for the single-process reference of the prediction.
+PREDICT_SCHEMA = [{"name": "id", "type": "int64"}] + [
+    {"name": c, "type": "int64" if c == "label" else "float" if c[0] == "I" else "string"}
+    for c in CRITEO_COLUMNS]
+PREDICT_ROWS = 2000
+
+
+@pytest.fixture(scope="module")
+def predict_input(workdir, data):
+    """The first rows of the evaluation file as CSV with a header and an `id` column."""
+    path = workdir / "predict.csv"
+    with open(data / "part-00003.txt") as source, open(path, "w") as out:
+        out.write(",".join(["id"] + CRITEO_COLUMNS) + "\n")
+        for i, line in zip(range(PREDICT_ROWS), source):
+            out.write(f"{i},{line.rstrip(chr(10)).replace(chr(9), ',')}\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def spark_mode(cluster, workdir, package, config, data, predict_input):
+    """input_mode="spark" and predict: one application trains on DataFrames (2 files of the
+    generated data, 4 partitions; the chief evaluates), scores 2000 rows with that model, and asks
+    for a prediction from a model_dir without a checkpoint."""
+    def criteo(glob, partitions):
+        return {"path": str(data / glob), "schema": CRITEO_DDL, "sep": "\t",
+                "partitions": partitions}
+
+    predict_frame = {"path": str(predict_input), "schema": "id BIGINT, " + CRITEO_DDL,
+                     "header": True, "partitions": 3}
+    calls = [
+        {"name": "train", "dataframes": {"train_data": criteo("part-0000[0-1].txt", 4),
+                                         "eval_data": criteo("part-00003.txt", 2)},
+         "kwargs": {"config": config.name, "num_workers": 1, "num_ps": 1, "evaluator": False,
+                    "input_mode": "spark", "overrides": {"run.log_step_count_steps": 50},
+                    "model_dir": str(workdir / "model-spark"), "timeout_secs": 300}},
+        {"name": "predict", "function": "predict", "dataframes": {"dataframe": predict_frame},
+         "kwargs": {"config": config.name, "num_workers": 1, "num_ps": 1, "passthrough": ["id"],
+                    "model_dir": str(workdir / "model-spark"), "timeout_secs": 240}},
+        {"name": "untrained", "function": "predict", "dataframes": {"dataframe": predict_frame},
+         "kwargs": {"config": config.name, "num_workers": 1, "num_ps": 1,
+                    "model_dir": str(workdir / "model-untrained"), "timeout_secs": 120}},
+    ]
+    return submit(cluster, workdir, package, config, "spark-mode", calls,
+                  str(workdir / "model-"))
+
+
+def test_trains_on_dataframes_in_spark_mode_and_removes_the_staged_files(spark_mode, workdir,
+                                                                          data):
+    # Every staged row trained once per epoch: 2 files of 5000 rows, 3 epochs.
+    trained_summary(spark_mode.results["train"], data, 30000)
+    # The driver staged 4 partitions of train_data and 2 of eval_data, then removed them. (Its
+    # log comes out on spark-submit's stdout.)
+    driver_log = spark_mode.stdout + spark_mode.stderr
+    assert re.search(r"staged train_data: 10000 rows of 4 Spark partitions into 4 part files in "
+                     r"\S+/model-spark/spark-staging/\w+/train \(", driver_log), driver_log[-3000:]
+    assert re.search(r"staged eval_data: 5000 rows of 2 Spark partitions into 2 part files",
+                     driver_log)
+    assert os.listdir(workdir / "model-spark" / "spark-staging") == []
+
+
+def single_process_scores(config, model_dir, path):
+    section = {"files": [str(path)], "format": "csv", "header": True, "schema": PREDICT_SCHEMA,
+               "batch_size": 4096}
+    out = subprocess.run([SHOAL, "predict", str(config), "--model-dir", str(model_dir),
+                          "--set", f"input.eval={json.dumps(section)}", "--passthrough", "id"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    return {line["id"]: line["logistic"][0] for line in lines}
+
+
+def test_predicts_a_dataframe_with_the_single_process_scores(spark_mode, workdir, config,
+                                                             predict_input):
+    result = spark_mode.results["predict"]
+    assert "rows" in result, result
+    summary = result["summary"]
+    # 3 part files, each cut into byte ranges (prediction's default split_bytes): a task each.
+    assert summary["rows"] == PREDICT_ROWS and summary["files"] == summary["tasks"] >= 3, summary
+    assert os.path.isfile(os.path.join(summary["output_dir"], "_SUCCESS")), summary
+    assert summary["output_dir"].startswith(str(workdir / "model-spark" / "spark-predictions"))
+    ids = [row["id"] for row in result["rows"]]
+    assert sorted(ids) == list(range(PREDICT_ROWS))  # every id once
+    assert set(result["rows"][0]) == {"id", "logits", "logistic", "class_ids"}, result["rows"][0]
+    reference = single_process_scores(config, workdir / "model-spark", predict_input)
+    assert len(reference) == PREDICT_ROWS
+    for row in result["rows"]:
+        assert row["logistic"][0] == pytest.approx(reference[row["id"]], abs=1e-5), row
+    assert os.listdir(workdir / "model-spark" / "spark-staging") == []
+
+
+def test_predicting_without_a_checkpoint_fails_saying_to_train_first(spark_mode, workdir):
+    result = spark_mode.results["untrained"]
+    assert result.get("error") == "ShoalJobError", result
+    assert "no checkpoint in model_dir" in result["message"], result
+    assert "train the model first" in result["message"], result
+    assert result["seconds"] < 90, result
+    model_dir = workdir / "model-untrained"
+    deadline = time.monotonic() + 30
+    while running_members(model_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert running_members(model_dir) == []
+    assert os.listdir(model_dir / "spark-staging") == []
+
+
 def member_logs(cluster, application_id):
     """{member name: [log paths]} of one application, from the workers' directories."""
     logs = {}
@@ -205,20 +317,25 @@ def executor_stderr(cluster, application_id):
                    for p in cluster.dir.glob(f"worker-*/{application_id}/*/stderr"))
 
 
-def test_trains_wide_and_deep_in_files_mode(training, workdir, data):
-    result = training.results["train"]
+def trained_summary(result, data, examples):
+    """The summary of a job that trained on every row (`examples` over its 3 epochs), evaluated
+    and exported, as cluster_test.py's jobs. The AUC bound is the one docs/examples.md's CTR runs
+    clear with room (these jobs are 3 small epochs)."""
     assert "summary" in result, result
     summary = result["summary"]
     best_auc = json.loads((data / "generator.json").read_text())["best_auc"]
-    # As cluster_test.py's jobs: trained on the whole input, evaluated, exported. The AUC bound is
-    # the one docs/examples.md's CTR runs clear with room (this job is 3 small epochs).
     assert summary["stop_reason"] == "input exhausted", summary
-    assert summary["epochs_completed"] == 3 and summary["examples"] == 45000, summary
+    assert summary["epochs_completed"] == 3 and summary["examples"] == examples, summary
     assert 0.6 < summary["metrics"]["auc"] <= best_auc + 0.01, (summary, best_auc)
     assert 0 < summary["metrics"]["loss"] < 0.6, summary
+    assert os.path.isfile(os.path.join(summary["export_path"], "export.json")), summary
+    return summary
+
+
+def test_trains_wide_and_deep_in_files_mode(training, workdir, data):
+    summary = trained_summary(training.results["train"], data, 45000)
     model = workdir / "model"
     assert re.fullmatch(re.escape(str(model)) + r"/export/final/\d+", summary["export_path"])
-    assert os.path.isfile(os.path.join(summary["export_path"], "export.json")), summary
     # The final checkpoint is at the summary's global step, and the pointer names it.
     step = summary["global_step"]
     assert 170 <= step <= 185, summary
@@ -380,7 +497,8 @@ def test_the_spark_example_trains_wide_and_deep(cluster, workdir, data):
                SPARK_LOCAL_IP="127.0.0.1", DATA=str(data), MODEL_DIR=str(model_dir), WORKERS="1",
                EXECUTOR_MEMORY="512m")
     out = subprocess.run([os.path.join(REPO, "examples", "spark", "submit.sh"), "standalone",
-                          cluster.master, "--set", "run.log_step_count_steps=50"], env=env,
+                          cluster.master, "--set", "run.log_step_count_steps=50",
+                          "--score-eval"], env=env,
                          capture_output=True, text=True, timeout=420)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     # The driver's stderr (the log) comes out on spark-submit's stdout too; the summary is the
@@ -390,6 +508,14 @@ def test_the_spark_example_trains_wide_and_deep(cluster, workdir, data):
     assert summary["metrics"]["auc"] > 0.6, summary
     assert summary["export_path"].startswith(str(model_dir / "export" / "final")), summary
     assert os.path.isfile(os.path.join(summary["export_path"], "export.json"))
+    # --score-eval: the evaluation file (5000 rows) scored as a DataFrame typed as the criteo
+    # parser reads it gets the final evaluation's scores of the same rows (the same checkpoint).
+    scored = json.loads(next(line for line in out.stdout.splitlines()
+                             if line.startswith('{"mean_label"')))
+    assert scored["scored_rows"] == 5000, scored
+    assert scored["mean_label"] == pytest.approx(summary["metrics"]["label/mean"], abs=1e-4)
+    assert scored["mean_logistic"] == pytest.approx(summary["metrics"]["prediction/mean"],
+                                                    abs=1e-4), (scored, summary["metrics"])
 
 
 def all_files(directory):
@@ -398,16 +524,18 @@ def all_files(directory):
             yield os.path.join(root, name)
 
 
-def test_the_job_secret_appears_in_no_log_ui_or_command_line(training, failing, cluster):
-    secrets = training.secrets + failing.secrets
+def test_the_job_secret_appears_in_no_log_ui_or_command_line(training, failing, spark_mode,
+                                                             cluster):
+    secrets = training.secrets + failing.secrets + spark_mode.secrets
     assert len(training.secrets) == 1 and len(failing.secrets) == 3, secrets
+    assert len(spark_mode.secrets) == 3, secrets  # predict's jobs have theirs too
     # It did reach the members: their environment held it while they ran.
     held = [env for env in training.seen["environ"].values()
             if f"SHOAL_JOB_SECRET={training.secrets[0]}".encode() in env.split(b"\0")]
     assert held, "no member was seen with the job's secret"
     for secret in secrets:
         token = secret.encode()
-        for submission in (training, failing):
+        for submission in (training, failing, spark_mode):
             assert not [c for c in submission.seen["cmdlines"] if token in c]
             assert secret not in submission.stdout and secret not in submission.stderr
             assert secret not in submission.event_log

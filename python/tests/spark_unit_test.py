@@ -6,9 +6,11 @@ real Spark cluster.
     $(SHOAL_VENV=~/.cache/shoal/venv-spark SHOAL_REQUIREMENTS=scripts/requirements-spark.txt \\
       scripts/python-env.sh) -m pytest -q python/tests/spark_unit_test.py
 """
+import importlib
 import json
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -16,10 +18,14 @@ import textwrap
 import time
 
 import pytest
+from pyspark.sql import types as T
 
 from shoal.spark import ShoalJobError, SparkSettingsError, predict, run
-from shoal.spark import checks, job, member, summary
+from shoal.spark import checks, driver_config, job, member, staging, summary
 from shoal.spark.cluster import Member, describe, plan_members, set_flags, tf_config
+
+# The module, which shoal.spark's own `predict` (the function) hides as an attribute.
+spark_predict = importlib.import_module("shoal.spark.predict")
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON_DIR = os.path.join(REPO, "python")
@@ -136,16 +142,190 @@ def test_no_executor_at_all_fails_at_the_timeout():
     assert clock.now == pytest.approx(30.0)
 
 
-def test_the_spark_input_mode_is_not_available_yet():
-    with pytest.raises(ValueError, match="input_mode='spark'.*not available yet"):
-        run(None, "config.yaml", num_workers=1, num_ps=1, input_mode="spark")
-    with pytest.raises(ValueError, match="input_mode must be"):
+class FakeFrame:
+    """What the checks before any Spark call read of a DataFrame: its schema."""
+
+    def __init__(self, schema):
+        self.schema = schema
+
+
+SIMPLE_TYPES = {"int": T.IntegerType(), "long": T.LongType(), "boolean": T.BooleanType(),
+                "double": T.DoubleType(), "float": T.FloatType(), "decimal": T.DecimalType(10, 2),
+                "string": T.StringType(), "date": T.DateType(), "timestamp": T.TimestampType()}
+
+
+def frame(ddl, *extra):
+    """A FakeFrame of "name type, ..." (simple types: parsing DDL needs a JVM) and `extra`
+    StructFields."""
+    fields = [T.StructField(name, SIMPLE_TYPES[kind])
+              for name, kind in (column.split() for column in ddl.split(","))]
+    return FakeFrame(T.StructType(fields + list(extra)))
+
+
+CTR_LIKE = {"model_dir": "/models/ctr",
+            "features": {"numeric": [{"name": "I1"}, {"name": "age_n", "source": "age"}],
+                         "bucketized": [{"name": "age_b", "source": "age", "boundaries": [1]}],
+                         "hashed": [{"name": "C1"}],
+                         "vocabulary": [{"name": "city", "vocabulary": ["a"]}],
+                         "identity": [{"name": "slot", "num_buckets": 4}],
+                         "crossed": [{"name": "x", "keys": ["C1", "city"]}],
+                         "embedding": [{"categorical": "C1", "dimension": 4}],
+                         "label": "clicked"},
+            "input": {"train": {"files": ["a.txt"], "format": "criteo", "batch_size": 64},
+                      "eval": {"files": ["e.csv"], "format": "csv",
+                               "schema": [{"name": "I1"}, {"name": "slot", "type": "int64"}]}}}
+
+
+def test_input_modes_and_their_dataframes_are_checked_before_spark_is_touched():
+    with pytest.raises(ValueError, match="input_mode must be 'files' or 'spark'"):
         run(None, "config.yaml", num_workers=1, num_ps=1, input_mode="rdd")
+    with pytest.raises(ValueError, match="train_data and eval_data are for input_mode='spark'"):
+        run(None, "config.yaml", num_workers=1, num_ps=1, train_data=frame("a int"))
+    with pytest.raises(ValueError, match="train_data and eval_data are for input_mode='spark'"):
+        run(None, "config.yaml", 1, 1, True, "files", eval_data=frame("a int"))
+    with pytest.raises(ValueError, match="input_mode='spark' needs train_data"):
+        run(None, "config.yaml", num_workers=1, num_ps=1, input_mode="spark")
+    with pytest.raises(ValueError, match="overrides sets input.train.files, but input_mode"):
+        run(None, "config.yaml", 1, 1, input_mode="spark", train_data=frame("a int"),
+            overrides={"input.train.files": ["x"]})
 
 
-def test_dataframe_prediction_is_not_available_yet():
-    with pytest.raises(NotImplementedError, match="not available yet"):
+def test_the_columns_the_config_reads_are_its_sources_and_label():
+    assert driver_config.needed_columns(CTR_LIKE, label=True) == [
+        "I1", "age", "C1", "city", "slot", "clicked"]
+    assert driver_config.needed_columns(CTR_LIKE, label=False)[-1] == "slot"
+    assert driver_config.needed_columns(None, label=True) == []
+    assert driver_config.needed_columns({"features": {"numeric": ["odd"]}}, label=True) == []
+
+
+def test_a_dataframe_without_a_needed_column_is_refused_naming_it():
+    schema = frame("I1 double, age int, C1 string, city string, slot long").schema
+    staging.check_columns(schema, driver_config.needed_columns(CTR_LIKE, label=False), "x")
+    with pytest.raises(ValueError, match=r"train_data: the config needs the column 'clicked', "
+                                         r"which the DataFrame does not have \(its columns: I1, "
+                                         r"age, C1, city, slot\)"):
+        staging.check_columns(schema, driver_config.needed_columns(CTR_LIKE, label=True),
+                              "train_data")
+
+
+@pytest.mark.parametrize("data_type, kind", [
+    (T.ArrayType(T.IntegerType()), "array<int>"),
+    (T.MapType(T.StringType(), T.IntegerType()), "map<string,int>"),
+    (T.StructType([T.StructField("x", T.IntegerType())]), "struct<x:int>"),
+    (T.BinaryType(), "binary")])
+def test_columns_of_nested_or_binary_types_are_refused_naming_the_column_and_type(data_type,
+                                                                                kind):
+    with pytest.raises(ValueError, match=f"column 'a' has type {re.escape(kind)}, which shoal "
+                                         f"cannot read"):
+        staging.check_columns(frame("ok int", T.StructField("a", data_type)).schema, ["ok"],
+                              "train_data")
+
+
+def test_the_derived_schema_types_columns_as_shoal_reads_them():
+    schema = frame("id long, n int, b boolean, x double, f float, d decimal, s string, day date, "
+                   "t timestamp").schema
+    assert staging.derived_schema(schema) == [
+        {"name": "id", "type": "int64"}, {"name": "n", "type": "int64"},
+        {"name": "b", "type": "int64"}, {"name": "x", "type": "float"},
+        {"name": "f", "type": "float"}, {"name": "d", "type": "float"},
+        {"name": "s", "type": "string"}, {"name": "day", "type": "string"},
+        {"name": "t", "type": "string"}]
+    declared = [{"name": "x"}, {"name": "id", "type": "int64"}]
+    assert staging.column_types(schema, declared)["x"] == "float"
+    assert staging.column_types(schema, declared)["n"] == "string"  # a header's undeclared column
+    with pytest.raises(ValueError, match="a staged CSV header cannot name it"):
+        staging.derived_schema(frame("ok int", T.StructField("a,b", T.IntegerType())).schema)
+
+
+def test_staged_input_overrides_point_the_section_at_the_part_files():
+    schema = [{"name": "a", "type": "int64"}]
+    overrides = staging.input_overrides("train", "/m/spark-staging/j/train/part-*.csv", schema)
+    assert overrides == {"input.train.files": ["/m/spark-staging/j/train/part-*.csv"],
+                         "input.train.format": "csv", "input.train.header": True,
+                         "input.train.schema": schema}
+    assert "input.eval.schema" not in staging.input_overrides("eval", "g", None)
+    assert set_flags(overrides)[-1] == 'input.train.schema=[{"name": "a", "type": "int64"}]'
+    # Prediction replaces input.eval whole: no holdout or epochs of the config's narrows it.
+    section = spark_predict.eval_section(CTR_LIKE, "/s/input/part-*.csv", schema)
+    assert section == {"files": ["/s/input/part-*.csv"], "format": "csv", "header": True,
+                       "schema": schema, "batch_size": 64}
+    assert spark_predict.prediction_flags("/out", ["id", "t"]) == [
+        "--predict-output", "/out", "--passthrough", "id", "--passthrough", "t"]
+    assert job.section_schema(CTR_LIKE, None, ["train"]) is None
+    assert job.section_schema(CTR_LIKE, None, ["eval", "train"])[1]["type"] == "int64"
+    assert job.section_schema(CTR_LIKE, {"input.train.schema": schema}, ["train"]) == schema
+
+
+def test_staging_and_output_default_under_model_dir(tmp_path):
+    assert job.resolve_model_dir("/given", {"model_dir": "/o"}, CTR_LIKE) == "/given"
+    assert job.resolve_model_dir(None, {"model_dir": "/o"}, CTR_LIKE) == "/o"
+    assert job.resolve_model_dir(None, None, CTR_LIKE) == "/models/ctr"
+    assert job.resolve_model_dir(None, None, None) is None
+    area = job.staging_area(None, "run", None, "hdfs://nn:8020/m/", None, "j1", keep=False)
+    assert area.root == "hdfs://nn:8020/m/spark-staging/j1" and area.own_root
+    area = job.staging_area(None, "run", str(tmp_path / "s"), "/m", None, "j1", keep=False)
+    assert area.root == str(tmp_path / "s") and not area.own_root
+    with pytest.raises(ValueError, match=r"give staging_dir= or model_dir= .* and the config "
+                                         r"cannot be read on the driver \(OSError: gone\)\)"):
+        job.staging_area(None, "run", None, None, "OSError: gone", "j1", keep=False)
+    assert spark_predict.default_output_dir("/m/", "j1") == "/m/spark-predictions/j1"
+    assert staging.spark_path("rel/dir").startswith("file:///")
+    assert staging.spark_path("hdfs://nn/x") == "hdfs://nn/x"
+
+
+def test_a_staging_area_removes_what_it_wrote_unless_kept(tmp_path):
+    root = tmp_path / "model" / "spark-staging" / "j1"
+    (root / "train").mkdir(parents=True)
+    staging.StagingArea(None, str(root), keep=True, own_root=True).close()
+    assert root.is_dir()
+    staging.StagingArea(None, str(root), keep=False, own_root=True).close()
+    assert not root.exists() and (tmp_path / "model" / "spark-staging").is_dir()
+    mine = tmp_path / "mine"
+    (mine / "train").mkdir(parents=True)
+    (mine / "other").mkdir()
+    area = staging.StagingArea(None, str(mine), keep=False, own_root=False)
+    area.written.append(str(mine / "train"))
+    area.close()
+    assert sorted(os.listdir(mine)) == ["other"]
+
+
+def test_predict_checks_its_dataframe_and_passthrough_columns_first():
+    with pytest.raises(ValueError, match="dataframe must be a DataFrame"):
         predict(None, "config.yaml", None, num_workers=1, num_ps=1)
+    with pytest.raises(ValueError, match=r"predict: passthrough names the column 'uid', which "
+                                         r"the DataFrame does not have \(its columns: id, x\)"):
+        predict(None, "config.yaml", frame("id long, x double"), 1, 1, passthrough=["uid"])
+
+
+def test_a_prediction_s_summary_is_its_success_file_or_the_chief_s_report(tmp_path):
+    log = tmp_path / "chief.log"
+    log.write_text("step 0 | ...\npredicted 2000 examples into hdfs://nn/out (3 files, "
+                   "checkpoint hdfs://nn/m/ckpt-117)\n")
+    assert summary.prediction_summary("hdfs://nn/out", str(log)) == {
+        "rows": 2000, "output_dir": "hdfs://nn/out", "files": 3,
+        "checkpoint": "hdfs://nn/m/ckpt-117", "source": "chief log"}
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "_SUCCESS").write_text(json.dumps({"rows": 5, "tasks": 2, "global_step": 9,
+                                              "checkpoint": "c", "files": ["a", "b"]}))
+    assert summary.prediction_summary(str(out), str(log)) == {
+        "rows": 5, "tasks": 2, "global_step": 9, "checkpoint": "c", "files": 2,
+        "output_dir": str(out)}
+    log.write_text("nothing\n")
+    with pytest.raises(ValueError, match="reported no prediction"):
+        summary.prediction_summary("hdfs://nn/out", str(log))
+
+
+def test_the_driver_parses_yaml_without_pyyaml_through_spark_s_jvm_or_with_it():
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        with pytest.raises(ValueError, match="no YAML parser"):
+            driver_config.parse_yaml("a: 1")
+    else:
+        assert driver_config.parse_yaml("a: [1, {b: c}]") == {"a": [1, {"b": "c"}]}
+    assert driver_config.lookup(CTR_LIKE, "input.train.batch_size") == 64
+    assert driver_config.lookup(CTR_LIKE, "input.nope.batch_size") is None
 
 
 def make_executable(path, text="#!/bin/sh\nexit 0\n"):

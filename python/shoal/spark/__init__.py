@@ -8,7 +8,8 @@ shoal process (parameter servers, chief, workers, evaluator). docs/spark.md is t
 
 Modules: job (the driver: `run`), member (the executors' task), supervisor (keeps a member from
 outliving its task), cluster (roles, TF_CONFIG), checks (settings refused up front), summary (the
-chief's summary), predict (not available yet).
+chief's summary), predict (`predict`: scores a DataFrame), staging (DataFrames written as CSV for
+a job), driver_config (the config as the driver reads it).
 """
 
 from shoal.spark.errors import ShoalJobError, SparkSettingsError

@@ -52,11 +52,14 @@ class MemberFailed(RuntimeError):
 class MemberJob:
     """What every task needs, sent to the executors in the stage's closure (pickled). The job's
     secret travels here, and only here: never in the Spark conf, a job description or a command
-    line. `repr` leaves it out, so no traceback or log line can show it."""
+    line. `repr` leaves it out, so no traceback or log line can show it. `predict_output` is set
+    for a prediction job (its flags hold `--predict-output` with it): the chief's row then carries
+    the prediction's summary instead of training's."""
 
     def __init__(self, members: Sequence[Member], config: str, flags: Sequence[str],
                  model_dir: Optional[str], shoal_binary: Optional[str], log_dir: Optional[str],
-                 kill_grace_secs: float, log_tail_lines: int, secret: str):
+                 kill_grace_secs: float, log_tail_lines: int, secret: str,
+                 predict_output: Optional[str] = None):
         self.members = list(members)
         self.config = config
         self.flags = list(flags)
@@ -66,6 +69,7 @@ class MemberJob:
         self.kill_grace_secs = kill_grace_secs
         self.log_tail_lines = log_tail_lines
         self.secret = secret
+        self.predict_output = predict_output
 
     def __repr__(self) -> str:
         return (f"MemberJob(members={[m.name for m in self.members]}, config={self.config!r}, "
@@ -303,7 +307,9 @@ def run_member(job: MemberJob, _partition: Iterator) -> Iterator[str]:
     row = {"member": member.name, "address": address, "log": log_path}
     if member.role == "chief":
         try:
-            row["summary"] = summary.chief_summary(process.summary_path, log_path)
+            row["summary"] = (
+                summary.prediction_summary(job.predict_output, log_path) if job.predict_output
+                else summary.chief_summary(process.summary_path, log_path))
         except (OSError, ValueError) as e:
             raise MemberFailed(f"{member.name} at {address} exited 0, but its summary cannot be "
                                f"read: {e}") from e

@@ -1,4 +1,4 @@
-"""The chief's summary of a finished job, for the driver.
+"""The chief's summary of a finished job, for the driver (a prediction's: `prediction_summary`).
 
 The chief prints `summary: MODEL_DIR/summary.json` at its end (shoal/launch/cluster_member.cc) and
 writes that file (docs/estimator.md lists its keys: global_step, metrics, export_path, exports,
@@ -63,4 +63,40 @@ def chief_summary(summary_path: Optional[str], log_path: str) -> Dict[str, Any]:
         found = summary_from_log(f)
     if "global_step" not in found:
         raise ValueError(f"the chief exited 0 but reported no summary in its log ({log_path})")
+    return found
+
+
+_PREDICTED = re.compile(r"^predicted (\d+) examples into (.*) \((\d+) files?, checkpoint (.*)\)$")
+
+
+def prediction_from_log(lines: Iterable[str]) -> Dict[str, Any]:
+    """A prediction's summary from the chief's report line (`predicted N examples into DIR (M
+    files, checkpoint CKPT)`, shoal/launch/cluster_predict.cc); {} when there is none."""
+    for line in lines:
+        found = _PREDICTED.match(line.rstrip("\n"))
+        if found:
+            return {"rows": int(found.group(1)), "output_dir": found.group(2),
+                    "files": int(found.group(3)), "checkpoint": found.group(4),
+                    "source": "chief log"}
+    return {}
+
+
+def prediction_summary(output_dir: str, log_path: str) -> Dict[str, Any]:
+    """The summary of a prediction whose chief exited 0: `output_dir/_SUCCESS` (docs/
+    prediction.md: rows, tasks, global_step, checkpoint, files), with `files` as a count and
+    `output_dir` added, when output_dir is local; else the chief's report in its log. Raises
+    OSError/ValueError when neither gives one."""
+    if "://" not in output_dir or output_dir.startswith("file://"):
+        local = output_dir[len("file://"):] if output_dir.startswith("file://") else output_dir
+        success = os.path.join(local, "_SUCCESS")
+        if os.path.isfile(success):
+            with open(success, encoding="utf-8") as f:
+                found = json.load(f)
+            found["files"] = len(found.get("files") or [])
+            found["output_dir"] = output_dir
+            return found
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+        found = prediction_from_log(f)
+    if not found:
+        raise ValueError(f"the chief exited 0 but reported no prediction in its log ({log_path})")
     return found
