@@ -383,7 +383,96 @@ absl::StatusOr<JobState> Coordinator::AdvanceStep(const TaskId& task, uint64_t i
     SetPhase(JobPhase::kStopping);
     cv_.SignalAll();
   }
+  if (hold_ && task.role == TaskRole::kWorker) Park(*m, incarnation);
   return state_;
+}
+
+void Coordinator::Park(Member& m, uint64_t incarnation) {
+  const int64_t hold = hold_number_;
+  const int64_t generation = state_.generation;
+  const absl::Time limit = absl::Now() + park_limit_;
+  m.parked = incarnation;
+  cv_.SignalAll();
+  const auto held = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return hold_ && hold_number_ == hold && state_.generation == generation &&
+           !HasEnded(state_.phase);
+  };
+  while (held() && WaitSlice(limit)) {
+  }
+  if (m.parked == incarnation) m.parked = 0;
+  if (m.registered && m.incarnation == incarnation) m.last_seen = Now();  // it was here all along
+  if (held()) {
+    LOG(WARNING) << m.task.ToString() << " left the checkpoint hold after "
+                 << absl::FormatDuration(park_limit_)
+                 << " without a release (2 x the hold's deadline); it trains on";
+    left_hold_.push_back(m.task);
+  }
+}
+
+std::vector<const Coordinator::Member*> Coordinator::NotParked(absl::Time now) const {
+  std::vector<const Member*> missing;
+  if (!state_.model_ready) return missing;  // nobody pushes before the model is ready
+  for (const Member& m : members_) {
+    if (m.task.role != TaskRole::kWorker || !IsLive(m, now) || m.done) continue;
+    if (m.parked != m.incarnation) missing.push_back(&m);
+  }
+  return missing;
+}
+
+absl::StatusOr<Coordinator::HoldInfo> Coordinator::HoldTrainers(absl::Duration deadline) {
+  MutexLock lock(&mu_);
+  if (HasEnded(state_.phase)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "holding the trainers: the job has already ended (", JobPhaseName(state_.phase), ")"));
+  }
+  if (hold_) return absl::FailedPreconditionError("holding the trainers: a hold is already held");
+  hold_ = true;
+  ++hold_number_;
+  park_limit_ = 2 * deadline;
+  left_hold_.clear();
+  const absl::Time start = absl::Now();
+  const absl::Time end = start + deadline;
+  const int64_t generation = state_.generation;
+  std::vector<const Member*> missing = NotParked(Now());
+  while (!missing.empty() && WaitSlice(end)) {
+    DetectDeadPs(Now());
+    if (state_.generation != generation || HasEnded(state_.phase)) break;
+    missing = NotParked(Now());
+  }
+  absl::Status error;
+  if (state_.generation != generation) {
+    error = absl::AbortedError(absl::StrCat("holding the trainers: ", rollbacks_.back().reason,
+                                            "; the cluster rolls back"));
+  } else if (HasEnded(state_.phase)) {
+    error = absl::FailedPreconditionError(
+        absl::StrCat("holding the trainers: the job ended (", JobPhaseName(state_.phase), ")"));
+  } else if (!missing.empty()) {
+    error = absl::DeadlineExceededError(absl::StrCat(
+        "holding the trainers: after ", absl::FormatDuration(deadline), ", ", missing.size(),
+        " worker(s) did not finish their step: ", Describe(missing, Now())));
+  }
+  if (!error.ok()) {
+    hold_ = false;
+    cv_.SignalAll();
+    return error;
+  }
+  HoldInfo info;
+  info.waited = absl::Now() - start;
+  info.global_step = state_.global_step;
+  for (const Member& m : members_) {
+    if (m.task.role == TaskRole::kWorker && m.registered && m.parked == m.incarnation) {
+      info.parked.push_back(m.task);
+    }
+  }
+  return info;
+}
+
+std::vector<TaskId> Coordinator::ReleaseTrainers() {
+  MutexLock lock(&mu_);
+  if (!hold_) return {};
+  hold_ = false;
+  cv_.SignalAll();
+  return std::exchange(left_hold_, {});
 }
 
 absl::StatusOr<JobState> Coordinator::ReportDone(const TaskId& task, uint64_t incarnation,
