@@ -121,6 +121,18 @@ class FakeShard final : public ParameterService {
     for (const auto& [name, value] : dense_) RETURN_IF_ERROR(writer->AddDense(name, value, {}, {}));
     return writer->Finish();
   }
+  // Two-phase save, for the client's Save: the file is written at WriteSnapshot (a fake needs no
+  // cut).
+  absl::Status Snapshot(absl::string_view checkpoint_dir) override {
+    RETURN_IF_ERROR(Check());
+    snapshot_dir_ = std::string(checkpoint_dir);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<ShardFileInfo> WriteSnapshot(absl::string_view checkpoint_dir) override {
+    if (snapshot_dir_ != checkpoint_dir) return absl::FailedPreconditionError("no snapshot");
+    snapshot_dir_.clear();
+    return Save(checkpoint_dir);
+  }
 
   absl::Status Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) override {
     initialized_ = false;
@@ -201,7 +213,8 @@ class FakeShard final : public ParameterService {
 
   int lookups = 0, dense_pushes = 0, sparse_pushes = 0;
   int lookup_manys = 0, push_manys = 0;
-  absl::Status fail;  // returned by every call while not OK
+  absl::Status fail;          // returned by every call while not OK
+  std::string snapshot_dir_;  // of the pending snapshot
   // Sync training: what the client set and committed, and the version WaitForVersion reports.
   int replicas = 0;
   std::vector<int64_t> commits;
