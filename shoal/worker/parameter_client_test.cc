@@ -125,12 +125,12 @@ class FakeShard final : public ParameterService {
   // cut).
   absl::Status Snapshot(absl::string_view checkpoint_dir) override {
     RETURN_IF_ERROR(Check());
-    snapshot_dir_ = std::string(checkpoint_dir);
+    snapshot_dir = std::string(checkpoint_dir);
     return absl::OkStatus();
   }
   absl::StatusOr<ShardFileInfo> WriteSnapshot(absl::string_view checkpoint_dir) override {
-    if (snapshot_dir_ != checkpoint_dir) return absl::FailedPreconditionError("no snapshot");
-    snapshot_dir_.clear();
+    if (snapshot_dir != checkpoint_dir) return absl::FailedPreconditionError("no snapshot");
+    snapshot_dir.clear();
     return Save(checkpoint_dir);
   }
 
@@ -213,8 +213,8 @@ class FakeShard final : public ParameterService {
 
   int lookups = 0, dense_pushes = 0, sparse_pushes = 0;
   int lookup_manys = 0, push_manys = 0;
-  absl::Status fail;          // returned by every call while not OK
-  std::string snapshot_dir_;  // of the pending snapshot
+  absl::Status fail;         // returned by every call while not OK
+  std::string snapshot_dir;  // of the pending snapshot
   // Sync training: what the client set and committed, and the version WaitForVersion reports.
   int replicas = 0;
   std::vector<int64_t> commits;
@@ -537,7 +537,7 @@ TEST_F(ParameterClientTest, ShardErrorsNameTheShard) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("connection reset"));
   s = client->Save(*fs_.For("mem://m").value(), "mem://m", 1, "").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("saving shard 1 of 3"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("snapshotting shard 1 of 3"));
   EXPECT_EQ(LatestCheckpoint(*fs_.For("mem://m").value(), "mem://m").status().code(),
             absl::StatusCode::kNotFound);
 }
@@ -566,6 +566,59 @@ TEST_F(ParameterClientTest, SaveCommitsEveryShardWithExtraJsonAndRestores) {
   ASSERT_TRUE(restored->PullDense(&b).ok());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(SameTensor(a[i], b[i])) << i;
   EXPECT_EQ(restored->TableDim("wide").value(), 1);
+}
+
+TEST_F(ParameterClientTest, SaveSnapshotsEveryShardBetweenTheHooksThenWrites) {
+  FileSystem& mem = *fs_.For("mem://model").value();
+  ASSERT_TRUE(mem.RecursivelyCreateDir("mem://model").ok());
+  auto client = Client(3);
+  ASSERT_TRUE(client->Initialize(spec_).ok());
+  std::vector<std::string> calls;
+  const auto snapshotted = [&] {
+    int n = 0;
+    for (const auto& fake : fakes_) n += !fake->snapshot_dir.empty();
+    return n;
+  };
+  ParameterClient::SaveOptions options{
+      .before_snapshot =
+          [&] {
+            calls.push_back(absl::StrCat("before:", snapshotted()));
+            return absl::OkStatus();
+          },
+      .after_snapshot = [&] { calls.push_back(absl::StrCat("after:", snapshotted())); },
+      .extra_json =
+          [&] {
+            calls.push_back("extra");
+            return std::string(R"({"queue": 7})");
+          }};
+  absl::StatusOr<std::string> dir = client->Save(mem, "mem://model", 10, "{}", options);
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  // No shard snapshotted before the hold, all three by its release, none pending after.
+  EXPECT_EQ(calls, (std::vector<std::string>{"before:0", "extra", "after:3"}));
+  EXPECT_EQ(snapshotted(), 0);
+  auto reader = CheckpointReader::Open(mem, *dir).value();
+  EXPECT_EQ(nlohmann::json::parse(reader->extra_json())["queue"], 7);
+
+  // A failed snapshot still releases, once, and nothing is committed.
+  calls.clear();
+  fakes_[1]->fail = absl::UnavailableError("connection reset");
+  absl::Status s = client->Save(mem, "mem://model", 20, "{}", options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("snapshotting shard 1 of 3"));
+  EXPECT_EQ(calls, (std::vector<std::string>{"before:0", "extra", "after:2"}));
+  EXPECT_EQ(LatestCheckpoint(mem, "mem://model").value(), *dir);
+
+  // A failed hold fails the save before any shard is called, and is released too.
+  calls.clear();
+  fakes_[1]->fail = absl::OkStatus();
+  for (const auto& fake : fakes_) fake->snapshot_dir.clear();
+  options.before_snapshot = [&] {
+    calls.push_back("before");
+    return absl::AbortedError("a rollback");
+  };
+  EXPECT_EQ(client->Save(mem, "mem://model", 30, "{}", options).status().code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(calls, (std::vector<std::string>{"before", "after:0"}));
 }
 
 TEST_F(ParameterClientTest, EvictCallsEveryShardAndSumsPerTable) {
