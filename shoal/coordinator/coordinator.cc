@@ -16,6 +16,9 @@ namespace {
 constexpr absl::Duration kMaxWaitSlice = absl::Milliseconds(100);
 // How often a long wait logs what it is still waiting for.
 constexpr absl::Duration kReportEvery = absl::Seconds(10);
+// Longest park of a worker in a hold: below the 60 s deadline of a worker's calls
+// (ConnectOptions::call_deadline), so a parked AdvanceStep returns before its caller gives up.
+constexpr absl::Duration kMaxPark = absl::Seconds(45);
 // Bound on one AdvanceStep: far above any real batch of steps; keeps the sum from overflowing.
 constexpr int64_t kMaxStepsPerCall = int64_t{1} << 32;
 
@@ -339,6 +342,16 @@ absl::StatusOr<TaskLease> Coordinator::LeaseTask(const TaskId& task, uint64_t in
     RETURN_IF_ERROR_CTX(queue_->Complete(holder, d), "LeaseTask from ", task.ToString());
   }
   ReleaseDeadLeases(Now());
+  if (hold_ && task.role == TaskRole::kWorker && want_task && !HasEnded(state_.phase) &&
+      queue_->Held(holder) == 0) {
+    // A worker holding no task gets none while the trainers are held (see the top of the file).
+    Park(*m, incarnation);
+    RETURN_IF_ERROR(CheckNotRetired(*m, incarnation, "LeaseTask"));
+    if (!queue_.has_value()) {
+      return absl::AbortedError(absl::StrCat("LeaseTask from ", task.ToString(),
+                                             ": the data-task queue was dropped (a rollback)"));
+    }
+  }
   TaskLease lease;
   lease.kind = TaskLease::Kind::kEnd;
   const bool ended = state_.phase != JobPhase::kStarting && state_.phase != JobPhase::kRunning;
@@ -404,7 +417,7 @@ void Coordinator::Park(Member& m, uint64_t incarnation) {
   if (held()) {
     LOG(WARNING) << m.task.ToString() << " left the checkpoint hold after "
                  << absl::FormatDuration(park_limit_)
-                 << " without a release (2 x the hold's deadline); it trains on";
+                 << " without a release (2 x the hold's deadline, at most 45s); it trains on";
     left_hold_.push_back(m.task);
   }
 }
@@ -414,7 +427,11 @@ std::vector<const Coordinator::Member*> Coordinator::NotParked(absl::Time now) c
   if (!state_.model_ready) return missing;  // nobody pushes before the model is ready
   for (const Member& m : members_) {
     if (m.task.role != TaskRole::kWorker || !IsLive(m, now) || m.done) continue;
-    if (m.parked != m.incarnation) missing.push_back(&m);
+    if (m.parked == m.incarnation) continue;
+    // With leased input, a worker holding no task has trained everything it read and cannot read
+    // more until LeaseTask gives it a task, which it does not while the hold lasts.
+    if (queue_.has_value() && queue_->Held(Holder(m)) == 0) continue;
+    missing.push_back(&m);
   }
   return missing;
 }
@@ -428,7 +445,7 @@ absl::StatusOr<Coordinator::HoldInfo> Coordinator::HoldTrainers(absl::Duration d
   if (hold_) return absl::FailedPreconditionError("holding the trainers: a hold is already held");
   hold_ = true;
   ++hold_number_;
-  park_limit_ = 2 * deadline;
+  park_limit_ = std::min(2 * deadline, kMaxPark);
   left_hold_.clear();
   const absl::Time start = absl::Now();
   const absl::Time end = start + deadline;

@@ -48,13 +48,18 @@
 // Hold (a consistent checkpoint in asynchronous training; docs/checkpoint.md). The chief, which
 // saves, calls HoldTrainers: from then on every AdvanceStep from a worker (never the chief) counts
 // its steps and then parks -- it does not return -- until ReleaseTrainers, the end of the job
-// (EndJob), a rollback, or a safety limit of 2 x the hold's deadline since it parked (logged as
-// a warning: a lost release never hangs a worker). A worker inside AdvanceStep has applied its
+// (EndJob), a rollback, or a safety limit of 2 x the hold's deadline (at most 45 s, under the
+// 60 s deadline of a worker's calls) since it parked (logged as a warning: a lost release never
+// hangs a worker). A worker inside AdvanceStep has applied its
 // step's pushes and pushes nothing more until the call returns, so while every worker that can
 // push is parked the parameter servers do not change. HoldTrainers returns once every worker
 // that can push is parked: registered in the current generation, live, not done, while the model
 // is ready (before that no trainer pushes); the chief is not waited for. A worker that registers
 // or comes back to life during the hold is waited for too, and parks at its first AdvanceStep.
+// With leased input (SetDataTasks), a worker that holds no data task is not waited for: it has
+// trained and reported every record it read, so it has nothing to push; its LeaseTask calls
+// asking for a task park instead, until the hold ends. (So a worker waiting for the chief's
+// tasks to finish does not stall the hold.)
 // The gRPC handler threads of parked calls block; the server serves other calls (Heartbeat,
 // LeaseTask) on other threads.
 //

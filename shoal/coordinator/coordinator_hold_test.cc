@@ -1,9 +1,11 @@
 // The checkpoint hold (Coordinator::HoldTrainers / ReleaseTrainers): workers park in AdvanceStep
 // until the release. Also run under ThreadSanitizer (label concurrency).
 #include <atomic>
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -283,6 +285,45 @@ TEST_F(CoordinatorHoldTest, AParkOutlastingTwiceTheDeadlineEndsAndIsReportedAtRe
   EXPECT_TRUE(returned.WaitForNotificationWithTimeout(absl::Seconds(10)));
   w0.join();
   EXPECT_THAT(c_->ReleaseTrainers(), ElementsAre(Worker(0)));
+}
+
+TEST_F(CoordinatorHoldTest, WithLeasedInputAWorkerHoldingNoTaskIsNotWaitedForAndGetsNone) {
+  c_ = std::make_unique<Coordinator>(
+      CoordinatorOptions{.cluster = MakeSpec(2, 0), .clock = clock_.AsFunction()});
+  for (const TaskId& t : {Chief(), Worker(0), Worker(1)}) {
+    ASSERT_TRUE(c_->Register(t, kIncarnation).ok());
+  }
+  std::vector<InputTask> tasks;
+  for (int i = 0; i < 4; ++i) tasks.push_back({.path = absl::StrCat("/data/part-", i)});
+  ASSERT_TRUE(c_->SetDataTasks(tasks, {.num_epochs = 1}, "").ok());
+  ASSERT_TRUE(c_->SetModelReady(0, "").ok());
+  // worker:0 trains a task; worker:1 holds none (it finished its last one, say).
+  absl::StatusOr<TaskLease> w0_task = c_->LeaseTask(Worker(0), kIncarnation, {}, true);
+  ASSERT_TRUE(w0_task.ok()) << w0_task.status();
+  ASSERT_EQ(w0_task->kind, TaskLease::Kind::kTask);
+  Stepper w0(*c_, Worker(0));
+
+  absl::StatusOr<Coordinator::HoldInfo> hold = c_->HoldTrainers(absl::Seconds(10));
+  ASSERT_TRUE(hold.ok()) << hold.status();
+  EXPECT_THAT(hold->parked, ElementsAre(Worker(0)));
+  EXPECT_LT(hold->waited, absl::Seconds(5));
+  // worker:1 asks for a task: it parks until the release, then gets one.
+  absl::Notification leased;
+  std::thread w1([&] {
+    absl::StatusOr<TaskLease> lease = c_->LeaseTask(Worker(1), kIncarnation, {}, true);
+    EXPECT_TRUE(lease.ok()) << lease.status();
+    EXPECT_EQ(lease->kind, TaskLease::Kind::kTask);
+    leased.Notify();
+  });
+  EXPECT_FALSE(leased.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
+  // The chief leases during the hold (it never parks).
+  EXPECT_EQ(c_->LeaseTask(Chief(), kIncarnation, {}, true)->kind, TaskLease::Kind::kTask);
+  EXPECT_TRUE(c_->ReleaseTrainers().empty());
+  EXPECT_TRUE(leased.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  w1.join();
+
+  w0.Stop();
+  EXPECT_TRUE(w0.status().ok()) << w0.status();
 }
 
 TEST_F(CoordinatorHoldTest, BeforeTheModelIsReadyNobodyIsWaitedFor) {
