@@ -310,15 +310,7 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
   RETURN_IF_ERROR(EvictUnseenRows());
   ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
   FileSystem& fs = *fs_ptr;
-  nlohmann::json extra = {{"writer", "shoal estimator"}};
-  if (config_.role != nullptr) {
-    const std::string data_tasks = config_.role->CheckpointExtraJson();
-    if (!data_tasks.empty()) {
-      extra["data_tasks"] = nlohmann::json::parse(data_tasks, nullptr, /*allow_exceptions=*/false);
-    }
-  }
-  ASSIGN_OR_RETURN(std::string dir,
-                   client_->Save(fs, config_.run.model_dir, global_step_, extra.dump()));
+  ASSIGN_OR_RETURN(std::string dir, SaveCut(fs));
   saved_step_ = global_step_;
   loaded_checkpoint_ = dir;
   if (config_.run.keep_checkpoint_max > 0) {
@@ -331,6 +323,68 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
     for (const std::string& path : deleted) LOG(INFO) << "Deleted old checkpoint " << path;
   }
   LOG(INFO) << "Saved checkpoint " << dir;
+  return dir;
+}
+
+absl::StatusOr<std::string> Estimator::SaveCut(FileSystem& fs) {
+  // One cut across the parameter servers (docs/checkpoint.md). In async cluster training the
+  // other trainers are held between two steps while the shards snapshot. Alone, nobody else
+  // changes the parameters while this trainer saves; in sync mode nobody does when every trainer
+  // takes part in each update (this one has not committed the next).
+  const bool hold =
+      config_.role != nullptr && !sync() && config_.run.checkpoint_hold_timeout_secs > 0;
+  bool cut = config_.role == nullptr ||
+             (sync() ? config_.run.sync_replicas >= config_.role->num_trainers() : hold);
+  std::string data_tasks;
+  const absl::Time start = absl::Now();
+  absl::Time held = start;
+  absl::Time released = start;
+  ParameterClient::SaveOptions options;
+  options.before_snapshot = [&]() -> absl::Status {
+    if (hold) {
+      const absl::Duration deadline = absl::Seconds(config_.run.checkpoint_hold_timeout_secs);
+      absl::Status status = config_.role->HoldTrainers(deadline);
+      if (absl::IsDeadlineExceeded(status)) {
+        LOG(WARNING) << "Checkpoint " << global_step_
+                     << " is not one cut across the parameter servers (saved per parameter server "
+                        "instead; run.checkpoint_hold_timeout_secs): "
+                     << status.message();
+        cut = false;
+      } else {
+        RETURN_IF_ERROR_CTX(status, "holding the trainers for checkpoint ", global_step_);
+      }
+    }
+    held = absl::Now();
+    // Inside the hold, so the queue state comes from the same moment as the model.
+    if (config_.role != nullptr) data_tasks = config_.role->CheckpointExtraJson();
+    return absl::OkStatus();
+  };
+  options.after_snapshot = [&] {
+    released = absl::Now();
+    if (hold && !config_.role->ReleaseTrainers() && cut) {
+      LOG(WARNING)
+          << "Checkpoint " << global_step_
+          << " is not one cut across the parameter servers: a worker left the hold "
+             "before the snapshots ended (2 x run.checkpoint_hold_timeout_secs, at most 45 s)";
+      cut = false;
+    }
+  };
+  options.extra_json = [&] {
+    nlohmann::json extra = {{"writer", "shoal estimator"}, {"consistent_cut", cut}};
+    if (!data_tasks.empty()) {
+      extra["data_tasks"] = nlohmann::json::parse(data_tasks, nullptr, /*allow_exceptions=*/false);
+    }
+    return extra.dump();
+  };
+  ASSIGN_OR_RETURN(std::string dir,
+                   client_->Save(fs, config_.run.model_dir, global_step_, "", options));
+  const auto ms = [](absl::Duration d) {
+    return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1)));
+  };
+  LOG(INFO) << "Checkpoint " << global_step_ << ": "
+            << (cut ? "one cut across the parameter servers" : "not one cut")
+            << (hold ? absl::StrCat(", hold wait ", ms(held - start)) : "") << ", snapshots "
+            << ms(released - held) << ", write " << ms(absl::Now() - released);
   return dir;
 }
 

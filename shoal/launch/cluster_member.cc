@@ -86,6 +86,17 @@ class ClusterRole final : public JobRole {
     return coordinator_->SetModelReady(global_step, checkpoint).status();
   }
 
+  absl::Status HoldTrainers(absl::Duration deadline) override {
+    if (local_ == nullptr) return absl::OkStatus();
+    return local_->HoldTrainers(deadline).status();
+  }
+
+  bool ReleaseTrainers() override {
+    if (local_ == nullptr) return true;
+    const std::vector<TaskId> left = local_->ReleaseTrainers();
+    return left.empty();
+  }
+
   std::string CheckpointExtraJson() const override {
     return local_ != nullptr ? local_->DataTaskStateJson() : std::string();
   }

@@ -454,10 +454,8 @@ absl::StatusOr<std::string> ParameterClient::Save(FileSystem& fs, absl::string_v
                                                   const SaveOptions& options) {
   if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
   ASSIGN_OR_RETURN(std::string dir, PrepareCheckpointDir(fs, model_dir, step));
-  std::string extra(extra_json);
   absl::Status snapshots = [&]() -> absl::Status {
     if (options.before_snapshot) RETURN_IF_ERROR(options.before_snapshot());
-    if (options.extra_json) extra = options.extra_json();
     return ForEachShard(num_shards(), "snapshotting",
                         [&](int k) -> absl::Status { return shards_[k]->Snapshot(dir); });
   }();
@@ -468,7 +466,8 @@ absl::StatusOr<std::string> ParameterClient::Save(FileSystem& fs, absl::string_v
     ASSIGN_OR_RETURN(infos[k], shards_[k]->WriteSnapshot(dir));
     return absl::OkStatus();
   }));
-  return CommitCheckpoint(fs, model_dir, step, infos, extra);
+  if (options.extra_json) return CommitCheckpoint(fs, model_dir, step, infos, options.extra_json());
+  return CommitCheckpoint(fs, model_dir, step, infos, extra_json);
 }
 
 absl::Status ParameterClient::SetSyncReplicas(int replicas) {

@@ -107,7 +107,7 @@ class ParameterClient {
   // Writes checkpoint `step` of `model_dir`: PrepareCheckpointDir, then in two phases every
   // shard's Snapshot (in parallel; updates wait on each shard while its file is copied to memory)
   // and every shard's WriteSnapshot (in parallel, updates running), then CommitCheckpoint with
-  // `extra_json` (or, when options.extra_json is set, with what it returned). Returns the
+  // `extra_json` (or, when options.extra_json is set, what it returns then). Returns the
   // checkpoint directory. `fs` is the file system of model_dir (the shards write through their
   // own).
   //
@@ -119,8 +119,8 @@ class ParameterClient {
   struct SaveOptions {
     std::function<absl::Status()> before_snapshot;
     std::function<void()> after_snapshot;
-    // Called between before_snapshot and the snapshots (inside a hold): the manifest's extra
-    // JSON, for state that must come from the same moment as the model (the data-task queue).
+    // Called after the shards wrote their files, before the commit: the manifest's extra JSON,
+    // which may then say what the hooks saw (state taken inside the hold, whether it held).
     std::function<std::string()> extra_json;
   };
   [[nodiscard]] absl::StatusOr<std::string> Save(FileSystem& fs, absl::string_view model_dir,
