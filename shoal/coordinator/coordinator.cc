@@ -19,6 +19,9 @@ constexpr absl::Duration kReportEvery = absl::Seconds(10);
 // Longest park of a worker in a hold: below the 60 s deadline of a worker's calls
 // (ConnectOptions::call_deadline), so a parked AdvanceStep returns before its caller gives up.
 constexpr absl::Duration kMaxPark = absl::Seconds(45);
+// A hold stops waiting for a worker silent this long (trainers heart-beat every second): it is
+// stopped or stuck, and every parked worker would wait for it.
+constexpr absl::Duration kHoldSilence = absl::Seconds(2);
 // Bound on one AdvanceStep: far above any real batch of steps; keeps the sum from overflowing.
 constexpr int64_t kMaxStepsPerCall = int64_t{1} << 32;
 
@@ -451,7 +454,14 @@ absl::StatusOr<Coordinator::HoldInfo> Coordinator::HoldTrainers(absl::Duration d
   const absl::Time end = start + deadline;
   const int64_t generation = state_.generation;
   std::vector<const Member*> missing = NotParked(Now());
-  while (!missing.empty() && WaitSlice(end)) {
+  const auto silent = [&](absl::Time now) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    std::vector<const Member*> silent;
+    for (const Member* m : missing) {
+      if (now - m->last_seen >= kHoldSilence) silent.push_back(m);
+    }
+    return silent;
+  };
+  while (!missing.empty() && silent(Now()).empty() && WaitSlice(end)) {
     DetectDeadPs(Now());
     if (state_.generation != generation || HasEnded(state_.phase)) break;
     missing = NotParked(Now());
@@ -463,6 +473,11 @@ absl::StatusOr<Coordinator::HoldInfo> Coordinator::HoldTrainers(absl::Duration d
   } else if (HasEnded(state_.phase)) {
     error = absl::FailedPreconditionError(
         absl::StrCat("holding the trainers: the job ended (", JobPhaseName(state_.phase), ")"));
+  } else if (const std::vector<const Member*> gone = silent(Now()); !gone.empty()) {
+    error = absl::DeadlineExceededError(
+        absl::StrCat("holding the trainers: not waiting for ", gone.size(),
+                     " silent worker(s) in the middle of a step (no call for ",
+                     absl::FormatDuration(kHoldSilence), "): ", Describe(gone, Now())));
   } else if (!missing.empty()) {
     error = absl::DeadlineExceededError(absl::StrCat(
         "holding the trainers: after ", absl::FormatDuration(deadline), ", ", missing.size(),

@@ -196,9 +196,10 @@ class Coordinator final : public CoordinatorService {
   };
   // Asks the workers to park at their next AdvanceStep and waits (real time) until every worker
   // that can push is parked. Errors, each releasing the hold before it returns:
-  // DEADLINE_EXCEEDED after `deadline`, naming the workers that did not park (the caller saves
-  // without the cut); ABORTED when a rollback began meanwhile; FAILED_PRECONDITION when the job
-  // has ended or a hold is already held.
+  // DEADLINE_EXCEEDED after `deadline`, naming the workers that did not park, or at once when one
+  // of them has been silent for 2 s (stopped or stuck: the parked ones would wait for it) -- the
+  // caller saves without the cut; ABORTED when a rollback began meanwhile; FAILED_PRECONDITION when
+  // the job has ended or a hold is already held.
   [[nodiscard]] absl::StatusOr<HoldInfo> HoldTrainers(absl::Duration deadline);
   // Ends the hold: the parked workers' AdvanceStep calls return. Returns the workers that had
   // left the hold before it (their park's safety limit passed): when not empty, they may have

@@ -173,6 +173,27 @@ TEST_F(CoordinatorHoldTest, DeadlineExceededNamesTheWorkerThatDidNotParkAndRelea
   EXPECT_TRUE(c_->ReleaseTrainers().empty());
 }
 
+TEST_F(CoordinatorHoldTest, AWorkerSilentForTwoSecondsEndsTheHoldAtOnce) {
+  Start(2, 0);
+  Stepper w0(*c_, Worker(0));
+  ASSERT_TRUE(Eventually([&] { return w0.returned() > 0; }));
+  // worker:1 (live: the heartbeat timeout is 30 s) has not been heard from for 2.5 s: stopped or
+  // stuck mid-step, so the hold does not wait for it (nor keep worker:0 parked meanwhile).
+  clock_.Advance(absl::Milliseconds(2500));
+  const int64_t before = w0.returned();
+  ASSERT_TRUE(Eventually([&] { return w0.returned() > before + 1; }));  // worker:0 calls again
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Coordinator::HoldInfo> hold = c_->HoldTrainers(absl::Seconds(10));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(hold.status().code(), absl::StatusCode::kDeadlineExceeded) << hold.status();
+  EXPECT_THAT(std::string(hold.status().message()),
+              HasSubstr("not waiting for 1 silent worker(s)"));
+  EXPECT_THAT(std::string(hold.status().message()),
+              HasSubstr("worker:1 at w1:1, last seen 2.5s ago"));
+  const int64_t returned = w0.returned();
+  EXPECT_TRUE(Eventually([&] { return w0.returned() > returned + 3; }));  // released
+}
+
 TEST_F(CoordinatorHoldTest, AWorkerMakingItsFirstStepDuringTheHoldIsWaitedForAndParks) {
   Start(2, 0, /*register_workers=*/false);
   ASSERT_TRUE(c_->Register(Worker(0), kIncarnation).ok());
