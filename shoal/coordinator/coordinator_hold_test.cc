@@ -295,17 +295,17 @@ TEST_F(CoordinatorHoldTest, ARollbackWhileHeldReleasesTheParkedWorker) {
 
 TEST_F(CoordinatorHoldTest, AParkOutlastingTwiceTheDeadlineEndsAndIsReportedAtRelease) {
   Start(1, 0);
-  absl::Notification returned;
-  std::thread w0([&] {
-    EXPECT_TRUE(c_->AdvanceStep(Worker(0), kIncarnation, 1).ok());
-    returned.Notify();
-  });
-  absl::StatusOr<Coordinator::HoldInfo> hold = c_->HoldTrainers(absl::Milliseconds(200));
+  Stepper w0(*c_, Worker(0));
+  absl::StatusOr<Coordinator::HoldInfo> hold = c_->HoldTrainers(absl::Seconds(1));
   ASSERT_TRUE(hold.ok()) << hold.status();
-  // Parked at most 2 x 200 ms, then it goes on without a release.
-  EXPECT_TRUE(returned.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  w0.join();
+  // Parked at most 2 x 1 s, then it goes on without a release (and parks again at its next step).
+  const int64_t returned = w0.returned();
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(Eventually([&] { return w0.returned() > returned; }));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(1500));
   EXPECT_THAT(c_->ReleaseTrainers(), ElementsAre(Worker(0)));
+  w0.Stop();
+  EXPECT_TRUE(w0.status().ok()) << w0.status();
 }
 
 TEST_F(CoordinatorHoldTest, WithLeasedInputAWorkerHoldingNoTaskIsNotWaitedForAndGetsNone) {
