@@ -16,6 +16,12 @@ namespace {
 constexpr absl::Duration kMaxWaitSlice = absl::Milliseconds(100);
 // How often a long wait logs what it is still waiting for.
 constexpr absl::Duration kReportEvery = absl::Seconds(10);
+// Longest park of a worker in a hold: below the 60 s deadline of a worker's calls
+// (ConnectOptions::call_deadline), so a parked AdvanceStep returns before its caller gives up.
+constexpr absl::Duration kMaxPark = absl::Seconds(45);
+// A hold stops waiting for a worker silent this long (trainers heart-beat every second): it is
+// stopped or stuck, and every parked worker would wait for it.
+constexpr absl::Duration kHoldSilence = absl::Seconds(2);
 // Bound on one AdvanceStep: far above any real batch of steps; keeps the sum from overflowing.
 constexpr int64_t kMaxStepsPerCall = int64_t{1} << 32;
 
@@ -339,6 +345,16 @@ absl::StatusOr<TaskLease> Coordinator::LeaseTask(const TaskId& task, uint64_t in
     RETURN_IF_ERROR_CTX(queue_->Complete(holder, d), "LeaseTask from ", task.ToString());
   }
   ReleaseDeadLeases(Now());
+  if (hold_ && task.role == TaskRole::kWorker && want_task && !HasEnded(state_.phase) &&
+      queue_->Held(holder) == 0) {
+    // A worker holding no task gets none while the trainers are held (see the top of the file).
+    Park(*m, incarnation);
+    RETURN_IF_ERROR(CheckNotRetired(*m, incarnation, "LeaseTask"));
+    if (!queue_.has_value()) {
+      return absl::AbortedError(absl::StrCat("LeaseTask from ", task.ToString(),
+                                             ": the data-task queue was dropped (a rollback)"));
+    }
+  }
   TaskLease lease;
   lease.kind = TaskLease::Kind::kEnd;
   const bool ended = state_.phase != JobPhase::kStarting && state_.phase != JobPhase::kRunning;
@@ -383,7 +399,112 @@ absl::StatusOr<JobState> Coordinator::AdvanceStep(const TaskId& task, uint64_t i
     SetPhase(JobPhase::kStopping);
     cv_.SignalAll();
   }
+  if (hold_ && task.role == TaskRole::kWorker) Park(*m, incarnation);
   return state_;
+}
+
+void Coordinator::Park(Member& m, uint64_t incarnation) {
+  const int64_t hold = hold_number_;
+  const int64_t generation = state_.generation;
+  const absl::Time limit = absl::Now() + park_limit_;
+  m.parked = incarnation;
+  cv_.SignalAll();
+  const auto held = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return hold_ && hold_number_ == hold && state_.generation == generation &&
+           !HasEnded(state_.phase);
+  };
+  while (held() && WaitSlice(limit)) {
+  }
+  if (m.parked == incarnation) m.parked = 0;
+  if (m.registered && m.incarnation == incarnation) m.last_seen = Now();  // it was here all along
+  if (held()) {
+    LOG(WARNING) << m.task.ToString() << " left the checkpoint hold after "
+                 << absl::FormatDuration(park_limit_)
+                 << " without a release (2 x the hold's deadline, at most 45s); it trains on";
+    left_hold_.push_back(m.task);
+  }
+}
+
+std::vector<const Coordinator::Member*> Coordinator::NotParked(absl::Time now) const {
+  std::vector<const Member*> missing;
+  if (!state_.model_ready) return missing;  // nobody pushes before the model is ready
+  for (const Member& m : members_) {
+    if (m.task.role != TaskRole::kWorker || !IsLive(m, now) || m.done) continue;
+    if (m.parked == m.incarnation) continue;
+    // With leased input, a worker holding no task has trained everything it read and cannot read
+    // more until LeaseTask gives it a task, which it does not while the hold lasts.
+    if (queue_.has_value() && queue_->Held(Holder(m)) == 0) continue;
+    missing.push_back(&m);
+  }
+  return missing;
+}
+
+absl::StatusOr<Coordinator::HoldInfo> Coordinator::HoldTrainers(absl::Duration deadline) {
+  MutexLock lock(&mu_);
+  if (HasEnded(state_.phase)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "holding the trainers: the job has already ended (", JobPhaseName(state_.phase), ")"));
+  }
+  if (hold_) return absl::FailedPreconditionError("holding the trainers: a hold is already held");
+  hold_ = true;
+  ++hold_number_;
+  park_limit_ = std::min(2 * deadline, kMaxPark);
+  left_hold_.clear();
+  const absl::Time start = absl::Now();
+  const absl::Time end = start + deadline;
+  const int64_t generation = state_.generation;
+  std::vector<const Member*> missing = NotParked(Now());
+  const auto silent = [&](absl::Time now) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    std::vector<const Member*> silent;
+    for (const Member* m : missing) {
+      if (now - m->last_seen >= kHoldSilence) silent.push_back(m);
+    }
+    return silent;
+  };
+  while (!missing.empty() && silent(Now()).empty() && WaitSlice(end)) {
+    DetectDeadPs(Now());
+    if (state_.generation != generation || HasEnded(state_.phase)) break;
+    missing = NotParked(Now());
+  }
+  absl::Status error;
+  if (state_.generation != generation) {
+    error = absl::AbortedError(absl::StrCat("holding the trainers: ", rollbacks_.back().reason,
+                                            "; the cluster rolls back"));
+  } else if (HasEnded(state_.phase)) {
+    error = absl::FailedPreconditionError(
+        absl::StrCat("holding the trainers: the job ended (", JobPhaseName(state_.phase), ")"));
+  } else if (const std::vector<const Member*> gone = silent(Now()); !gone.empty()) {
+    error = absl::DeadlineExceededError(
+        absl::StrCat("holding the trainers: not waiting for ", gone.size(),
+                     " silent worker(s) in the middle of a step (no call for ",
+                     absl::FormatDuration(kHoldSilence), "): ", Describe(gone, Now())));
+  } else if (!missing.empty()) {
+    error = absl::DeadlineExceededError(absl::StrCat(
+        "holding the trainers: after ", absl::FormatDuration(deadline), ", ", missing.size(),
+        " worker(s) did not finish their step: ", Describe(missing, Now())));
+  }
+  if (!error.ok()) {
+    hold_ = false;
+    cv_.SignalAll();
+    return error;
+  }
+  HoldInfo info;
+  info.waited = absl::Now() - start;
+  info.global_step = state_.global_step;
+  for (const Member& m : members_) {
+    if (m.task.role == TaskRole::kWorker && m.registered && m.parked == m.incarnation) {
+      info.parked.push_back(m.task);
+    }
+  }
+  return info;
+}
+
+std::vector<TaskId> Coordinator::ReleaseTrainers() {
+  MutexLock lock(&mu_);
+  if (!hold_) return {};
+  hold_ = false;
+  cv_.SignalAll();
+  return std::exchange(left_hold_, {});
 }
 
 absl::StatusOr<JobState> Coordinator::ReportDone(const TaskId& task, uint64_t incarnation,

@@ -45,6 +45,24 @@
 // Rollbacks() lists what happened, for the summary. A retired trainer that never comes back is
 // not waited for (it was registered once; WaitForRegistration only waits for tasks never seen).
 //
+// Hold (a consistent checkpoint in asynchronous training; docs/checkpoint.md). The chief, which
+// saves, calls HoldTrainers: from then on every AdvanceStep from a worker (never the chief) counts
+// its steps and then parks -- it does not return -- until ReleaseTrainers, the end of the job
+// (EndJob), a rollback, or a safety limit of 2 x the hold's deadline (at most 45 s, under the
+// 60 s deadline of a worker's calls) since it parked (logged as a warning: a lost release never
+// hangs a worker). A worker inside AdvanceStep has applied its
+// step's pushes and pushes nothing more until the call returns, so while every worker that can
+// push is parked the parameter servers do not change. HoldTrainers returns once every worker
+// that can push is parked: registered in the current generation, live, not done, while the model
+// is ready (before that no trainer pushes); the chief is not waited for. A worker that registers
+// or comes back to life during the hold is waited for too, and parks at its first AdvanceStep.
+// With leased input (SetDataTasks), a worker that holds no data task is not waited for: it has
+// trained and reported every record it read, so it has nothing to push; its LeaseTask calls
+// asking for a task park instead, until the hold ends. (So a worker waiting for the chief's
+// tasks to finish does not stall the hold.)
+// The gRPC handler threads of parked calls block; the server serves other calls (Heartbeat,
+// LeaseTask) on other threads.
+//
 // Time. Liveness uses `clock` (injectable for tests). The local waits (WaitForRegistration,
 // WaitForTrainersDone) bound themselves in real time, so a stopped fake clock cannot hang them;
 // they re-check liveness at least every 100 ms, so a test advancing a fake clock is seen promptly.
@@ -169,6 +187,25 @@ class Coordinator final : public CoordinatorService {
   // stage that overran, once completion_timeout has passed since.
   [[nodiscard]] absl::Status EnterCompletionStage(const std::string& stage);
 
+  // Hold (see the top of this file), chief-side.
+
+  struct HoldInfo {
+    absl::Duration waited;       // until every worker that can push was parked
+    std::vector<TaskId> parked;  // the workers parked at the return, in spec order
+    int64_t global_step = 0;     // the global step then (the parked workers' steps counted)
+  };
+  // Asks the workers to park at their next AdvanceStep and waits (real time) until every worker
+  // that can push is parked. Errors, each releasing the hold before it returns:
+  // DEADLINE_EXCEEDED after `deadline`, naming the workers that did not park, or at once when one
+  // of them has been silent for 2 s (stopped or stuck: the parked ones would wait for it) -- the
+  // caller saves without the cut; ABORTED when a rollback began meanwhile; FAILED_PRECONDITION when
+  // the job has ended or a hold is already held.
+  [[nodiscard]] absl::StatusOr<HoldInfo> HoldTrainers(absl::Duration deadline);
+  // Ends the hold: the parked workers' AdvanceStep calls return. Returns the workers that had
+  // left the hold before it (their park's safety limit passed): when not empty, they may have
+  // pushed during the hold. Idempotent; a no-op without a hold.
+  std::vector<TaskId> ReleaseTrainers();
+
   // Registered chief and workers that are live, in spec order.
   std::vector<TaskId> LiveTrainers() const;
   // Registered tasks of any role that are dead, in spec order (evaluator last).
@@ -197,6 +234,7 @@ class Coordinator final : public CoordinatorService {
     bool done = false;
     int64_t steps = 0;
     int64_t examples = 0;
+    uint64_t parked = 0;  // the incarnation parked in AdvanceStep by a hold; 0 = none
   };
 
   // The member for `task`, or nullptr when it may not register.
@@ -224,6 +262,11 @@ class Coordinator final : public CoordinatorService {
   // Sets the phase, and the completion's start when it becomes kStopping.
   void SetPhase(JobPhase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Inside AdvanceStep from worker `m` (calling with `incarnation`), when a hold is held: waits
+  // until the hold ends for it (see the top of this file).
+  void Park(Member& m, uint64_t incarnation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The workers a hold waits for that are not parked yet.
+  std::vector<const Member*> NotParked(absl::Time now) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Spec tasks that have not registered.
   std::vector<const Member*> Unregistered() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Registered trainers that are live and not done.
@@ -253,6 +296,12 @@ class Coordinator final : public CoordinatorService {
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time stopped_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();  // the completion's start
   std::vector<Rollback> rollbacks_ ABSL_GUARDED_BY(mu_);
+  // The hold: whether it is held, its number (a parked call leaves when it changes), how long a
+  // call may stay parked, and the workers that left it at that limit.
+  bool hold_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t hold_number_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Duration park_limit_ ABSL_GUARDED_BY(mu_);
+  std::vector<TaskId> left_hold_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal

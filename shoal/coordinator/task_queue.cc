@@ -121,6 +121,11 @@ void DataTaskQueue::AdvanceCompleted() {
   }
 }
 
+int64_t DataTaskQueue::Held(const std::string& holder) const {
+  return std::count_if(leases_.begin(), leases_.end(),
+                       [&](const auto& lease) { return lease.second == holder; });
+}
+
 int64_t DataTaskQueue::Release(const std::string& holder) {
   std::vector<int64_t> returned;
   for (auto it = leases_.begin(); it != leases_.end();) {

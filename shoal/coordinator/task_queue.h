@@ -76,6 +76,8 @@ class DataTaskQueue {
   // `holder` finished task `done.id` with `done.records` records trained. INVALID_ARGUMENT for an
   // id of an epoch not opened or beyond the tasks, or negative records.
   absl::Status Complete(const std::string& holder, const TaskDone& done);
+  // How many tasks `holder` has leased and not completed.
+  int64_t Held(const std::string& holder) const;
   // Returns holder's unfinished leases to the front of the queue; the number returned.
   int64_t Release(const std::string& holder);
 

@@ -378,26 +378,11 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
     RETURN_IF_ERROR_CTX(WaitForSyncVersion(global_step_).status(), "saving the checkpoint of step ",
                         global_step_);
   }
-  // Several training threads: their pushes wait while the checkpoint is taken, so that every
-  // in-process shard is saved at one cut, and its global step counts exactly the updates in it.
-  std::optional<MutexLock> gate;
-  if (active_threads_ != nullptr) {
-    gate.emplace(&push_gate_);
-    global_step_ = active_threads_->first_step + active_threads_->completed;
-  }
   // Before the save, so the checkpoint lacks the evicted rows (and matches the model in memory).
   RETURN_IF_ERROR(EvictUnseenRows());
   ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
   FileSystem& fs = *fs_ptr;
-  nlohmann::json extra = {{"writer", "shoal estimator"}};
-  if (config_.role != nullptr) {
-    const std::string data_tasks = config_.role->CheckpointExtraJson();
-    if (!data_tasks.empty()) {
-      extra["data_tasks"] = nlohmann::json::parse(data_tasks, nullptr, /*allow_exceptions=*/false);
-    }
-  }
-  ASSIGN_OR_RETURN(std::string dir,
-                   client_->Save(fs, config_.run.model_dir, global_step_, extra.dump()));
+  ASSIGN_OR_RETURN(std::string dir, SaveCut(fs));
   saved_step_ = global_step_;
   loaded_checkpoint_ = dir;
   if (config_.run.keep_checkpoint_max > 0) {
@@ -410,6 +395,89 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
     for (const std::string& path : deleted) LOG(INFO) << "Deleted old checkpoint " << path;
   }
   LOG(INFO) << "Saved checkpoint " << dir;
+  return dir;
+}
+
+absl::StatusOr<std::string> Estimator::SaveCut(FileSystem& fs) {
+  // One cut across the parameter servers (docs/checkpoint.md): whoever else updates them stops
+  // before the save -- in async cluster training the other trainers, held between two steps; with
+  // several training threads their pushes -- so that the checkpoint's global step is the cut's,
+  // and resumes once the shards have snapshotted, not after the write. Alone, nobody else changes
+  // the parameters while this trainer saves; in sync mode nobody does when every trainer takes
+  // part in each update (this one has not committed the next).
+  const bool hold =
+      config_.role != nullptr && !sync() && config_.run.checkpoint_hold_timeout_secs > 0;
+  bool cut = config_.role == nullptr ||
+             (sync() ? config_.run.sync_replicas >= config_.role->num_trainers() : hold);
+  std::string data_tasks;
+  const absl::Time start = absl::Now();
+  absl::Time held = start;
+  absl::Time released = start;
+  bool holding = false;  // the trainers are held
+  bool gated = false;    // the other training threads' pushes wait
+  if (hold) {
+    const absl::Duration deadline = absl::Seconds(config_.run.checkpoint_hold_timeout_secs);
+    absl::StatusOr<int64_t> step = config_.role->HoldTrainers(deadline);
+    if (absl::IsDeadlineExceeded(step.status())) {
+      LOG(WARNING) << "Checkpoint " << global_step_
+                   << " is not one cut across the parameter servers (saved per parameter server "
+                      "instead; run.checkpoint_hold_timeout_secs): "
+                   << step.status().message();
+      cut = false;
+    } else {
+      RETURN_IF_ERROR_CTX(step.status(), "holding the trainers for checkpoint ", global_step_);
+      holding = true;
+      global_step_ = std::max(global_step_, *step);
+    }
+  } else if (active_threads_ != nullptr) {
+    push_gate_.Lock();
+    gated = true;
+    global_step_ = active_threads_->first_step + active_threads_->completed;
+  }
+  const auto resume = [&]() {
+    if (gated) {
+      push_gate_.Unlock();
+      gated = false;
+    }
+    if (holding) {
+      holding = false;
+      if (!config_.role->ReleaseTrainers() && cut) {
+        LOG(WARNING) << "Checkpoint " << global_step_
+                     << " is not one cut across the parameter servers: a worker left the hold "
+                        "before the snapshots ended (2 x run.checkpoint_hold_timeout_secs, at "
+                        "most 45 s)";
+        cut = false;
+      }
+    }
+  };
+  absl::Cleanup resume_on_error = resume;  // when the save fails before its snapshots
+  ParameterClient::SaveOptions options;
+  options.before_snapshot = [&]() -> absl::Status {
+    held = absl::Now();
+    // Inside the hold, so the queue state comes from the same moment as the model.
+    if (config_.role != nullptr) data_tasks = config_.role->CheckpointExtraJson();
+    return absl::OkStatus();
+  };
+  options.after_snapshot = [&] {
+    released = absl::Now();
+    resume();
+  };
+  options.extra_json = [&] {
+    nlohmann::json extra = {{"writer", "shoal estimator"}, {"consistent_cut", cut}};
+    if (!data_tasks.empty()) {
+      extra["data_tasks"] = nlohmann::json::parse(data_tasks, nullptr, /*allow_exceptions=*/false);
+    }
+    return extra.dump();
+  };
+  ASSIGN_OR_RETURN(std::string dir,
+                   client_->Save(fs, config_.run.model_dir, global_step_, "", options));
+  const auto ms = [](absl::Duration d) {
+    return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1)));
+  };
+  LOG(INFO) << "Checkpoint " << global_step_ << ": "
+            << (cut ? "one cut across the parameter servers" : "not one cut")
+            << (hold ? absl::StrCat(", hold wait ", ms(held - start)) : "") << ", snapshots "
+            << ms(released - held) << ", write " << ms(absl::Now() - released);
   return dir;
 }
 

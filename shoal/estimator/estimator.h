@@ -223,6 +223,11 @@ class Estimator {
   // Sync mode: waits (sync_wait_timeout at most) until every shard reaches `version`; returns the
   // lowest shard version then.
   absl::StatusOr<int64_t> WaitForSyncVersion(int64_t version);
+  // SaveCheckpoint's save through the client at the current global step, one cut across the
+  // parameter servers when it can be (the trainers held in async cluster training); the
+  // manifest's extra says whether it is ("consistent_cut") and keeps the data-task queue state
+  // taken inside the hold. Returns the checkpoint directory.
+  absl::StatusOr<std::string> SaveCut(FileSystem& fs);
   // SaveCheckpoint's eviction (run.evict_unseen_steps) at the current global step.
   absl::Status EvictUnseenRows();
   // Per table of the model, the rows evicted since rows_evicted() was `before`; empty when

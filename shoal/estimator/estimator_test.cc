@@ -150,6 +150,15 @@ TEST_F(EstimatorTest, ResumingEqualsTrainingStraightThrough) {
     ASSERT_TRUE(estimator->Train(Input(train_, 50, 0), {.max_steps = 30}).ok());
   }
   {
+    // Alone, nobody else updates the parameters while this trainer saves: one cut.
+    FileSystem& fs = **fs_.For(straight);
+    const std::string latest = LatestCheckpoint(fs, straight).value();
+    const nlohmann::json extra =
+        nlohmann::json::parse(CheckpointReader::Open(fs, latest).value()->extra_json());
+    EXPECT_EQ(extra["consistent_cut"], true);
+    EXPECT_EQ(extra["writer"], "shoal estimator");
+  }
+  {
     auto first = Make("wide_deep", resumed);
     ASSERT_TRUE(first->Train(Input(train_, 50, 0), {.max_steps = 12}).ok());
   }

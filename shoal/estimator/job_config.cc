@@ -348,6 +348,7 @@ absl::Status ParseRun(const Ctx& ctx, MapReader& r, RunConfig* run) {
   RETURN_IF_ERROR(r.Read("heartbeat_timeout_secs", &run->heartbeat_timeout_secs, 2));
   RETURN_IF_ERROR(r.Read("completion_timeout_secs", &run->completion_timeout_secs, 1));
   RETURN_IF_ERROR(r.Read("evict_unseen_steps", &run->evict_unseen_steps, 0));
+  RETURN_IF_ERROR(r.Read("checkpoint_hold_timeout_secs", &run->checkpoint_hold_timeout_secs, 0));
   if (r.Has("warm_start")) {
     ASSIGN_OR_RETURN(MapReader warm,
                      MapReader::Create(r.src(), r.Get("warm_start"), r.PathOf("warm_start")));

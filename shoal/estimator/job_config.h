@@ -119,6 +119,11 @@ struct RunConfig {
   // table the rows no training step has touched for more than N steps (last seen before
   // global_step - N). 0 = never. >= 0. docs/embedding.md, "Eviction".
   int64_t evict_unseen_steps = 0;
+  // Asynchronous cluster training: before each checkpoint the chief holds the workers between
+  // two steps so that the checkpoint is one cut across the parameter servers, waiting at most
+  // this many seconds for them to finish their step; past it the checkpoint is saved without the
+  // cut (per parameter server) with a warning. 0 = never hold. >= 0. docs/checkpoint.md.
+  int64_t checkpoint_hold_timeout_secs = 10;
   WarmStartConfig warm_start;  // YAML: run.warm_start: {from: DIR, patterns: [...]}
 };
 

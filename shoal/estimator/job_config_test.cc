@@ -152,6 +152,18 @@ TEST(JobConfigTest, EvictUnseenStepsIsANonNegativeStepCountOffByDefault) {
             "got '-1'");
 }
 
+TEST(JobConfigTest, CheckpointHoldTimeoutIsNonNegativeSecondsTenByDefault) {
+  absl::StatusOr<JobConfig> config = Parse(kMinimal);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.checkpoint_hold_timeout_secs, 10);
+  config = Parse(absl::StrCat(kMinimal, "run: {checkpoint_hold_timeout_secs: 0}\n"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.checkpoint_hold_timeout_secs, 0);  // never hold
+  EXPECT_EQ(ErrorOf(kMinimal, {"run.checkpoint_hold_timeout_secs=-1"}),
+            "--set run.checkpoint_hold_timeout_secs=-1: run.checkpoint_hold_timeout_secs: "
+            "expected an integer >= 0, got '-1'");
+}
+
 TEST(JobConfigTest, PipelinePullIsAutoOnOrOffAndOnlyOnWhenAsync) {
   absl::StatusOr<JobConfig> config = Parse(kMinimal);
   ASSERT_TRUE(config.ok()) << config.status();
@@ -329,7 +341,7 @@ input:
   eval: {files: [e.tfrecord], format: tfrecord, bad_records: skip}
 run: {max_steps: 10, save_checkpoints_steps: 0, save_checkpoints_secs: 30, keep_checkpoint_max: 0,
       log_step_count_steps: 7, seed: 18446744073709551615, sync_replicas: 3,
-      evict_unseen_steps: 50}
+      evict_unseen_steps: 50, checkpoint_hold_timeout_secs: 3}
 eval: {steps: 3, start_delay_secs: 4, throttle_secs: 5,
        exporters: [{name: b, type: best, metric: auc, keep: 2}, {name: l}]}
 )";
@@ -370,6 +382,7 @@ TEST(JobConfigTest, FullConfigRoundTrips) {
   EXPECT_EQ(c.run.seed, 18446744073709551615u);
   EXPECT_EQ(c.run.sync_replicas, 3);
   EXPECT_EQ(c.run.evict_unseen_steps, 50);
+  EXPECT_EQ(c.run.checkpoint_hold_timeout_secs, 3);
   EXPECT_EQ(c.eval.exporters[1].type, "latest");
 }
 

@@ -301,6 +301,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
   w.Int("heartbeat_timeout_secs", r.heartbeat_timeout_secs);
   w.Int("completion_timeout_secs", r.completion_timeout_secs);
   w.Int("evict_unseen_steps", r.evict_unseen_steps);
+  w.Int("checkpoint_hold_timeout_secs", r.checkpoint_hold_timeout_secs);
   if (!r.warm_start.from.empty()) {
     w.BeginMap("warm_start");
     w.Str("from", r.warm_start.from);

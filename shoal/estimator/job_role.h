@@ -8,7 +8,10 @@
 // version, which every trainer reads from them. The chief reports each advance of it through
 // AdvanceStep (once per version it committed, with the versions it saw pass); the coordinator's
 // step follows the chief's. Other trainers' AdvanceStep calls only read the job's state (to stop),
-// and the Estimator keeps its own global step from the parameter servers.
+// and the Estimator keeps its own global step from the parameter servers. No version advances
+// while the chief saves when every trainer takes part in each update (run.sync_replicas >= the
+// trainers): the chief, saving, has not committed the next one. With fewer replicas the others
+// can commit versions meanwhile, so such a checkpoint is not one cut (docs/checkpoint.md).
 //
 // Thread safety: called from the training thread only.
 #pragma once
@@ -21,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace shoal {
 
@@ -62,6 +66,19 @@ class JobRole {
   // every other trainer has pushed its last update and returns the global step to save the final
   // checkpoint at; for other trainers, reports being done.
   [[nodiscard]] virtual absl::StatusOr<int64_t> FinishTraining(int64_t examples) = 0;
+  // Chief, asynchronous training: holds every other trainer between two steps, after its step's
+  // pushes, until ReleaseTrainers, so the parameter servers do not change while the chief
+  // snapshots them (a checkpoint that is one cut; docs/checkpoint.md). Waits at most `deadline`
+  // for them; DEADLINE_EXCEEDED names those that did not stop (the hold is then over: the caller
+  // saves without the cut). Returns the global step with every held trainer's steps counted: the
+  // step of the cut. Without other trainers (the default: alone, nobody else pushes) -1: the
+  // caller's own step.
+  [[nodiscard]] virtual absl::StatusOr<int64_t> HoldTrainers(absl::Duration /*deadline*/) {
+    return -1;
+  }
+  // Ends the hold (a no-op without one). False when a trainer left the hold before (it waited too
+  // long for the release): it may have pushed meanwhile, so the snapshots are not one cut.
+  virtual bool ReleaseTrainers() { return true; }
   // Chief: JSON the checkpoint manifest's "extra" keeps beside the Estimator's own keys (the
   // coordinator's data-task queue state under "data_tasks"); "" for none.
   virtual std::string CheckpointExtraJson() const { return ""; }

@@ -86,6 +86,18 @@ class ClusterRole final : public JobRole {
     return coordinator_->SetModelReady(global_step, checkpoint).status();
   }
 
+  absl::StatusOr<int64_t> HoldTrainers(absl::Duration deadline) override {
+    if (local_ == nullptr) return -1;
+    ASSIGN_OR_RETURN(const Coordinator::HoldInfo hold, local_->HoldTrainers(deadline));
+    return hold.global_step;
+  }
+
+  bool ReleaseTrainers() override {
+    if (local_ == nullptr) return true;
+    const std::vector<TaskId> left = local_->ReleaseTrainers();
+    return left.empty();
+  }
+
   std::string CheckpointExtraJson() const override {
     return local_ != nullptr ? local_->DataTaskStateJson() : std::string();
   }

@@ -131,6 +131,7 @@ TEST_P(GrpcRoundTripTest, EveryMethodMatchesTheDirectCall) {
   // Before Initialize: the same FAILED_PRECONDITION.
   Both([&](ParameterService& ps) { return ps.GetTableStats().status(); });
   Both([&](ParameterService& ps) { return ps.Evict(1).status(); });
+  Both([&](ParameterService& ps) { return ps.Snapshot((root_ / "never").string()); });
 
   Both([&](ParameterService& ps) { return ps.Initialize(spec_); });
   ExpectSameDense();
@@ -164,6 +165,27 @@ TEST_P(GrpcRoundTripTest, EveryMethodMatchesTheDirectCall) {
     EXPECT_EQ((*d_stats)[i].rows, (*r_stats)[i].rows);
     EXPECT_EQ((*d_stats)[i].memory_bytes, (*r_stats)[i].memory_bytes);
   }
+
+  // Two-phase save: the file written after later pushes is the one of the snapshot's moment,
+  // byte for byte what a Save then wrote, directly and over gRPC.
+  const std::string saved_dir = (root_ / "saved").string();
+  const std::string direct_dir = (root_ / "direct").string();
+  const std::string remote_dir = (root_ / "remote").string();
+  absl::StatusOr<ShardFileInfo> saved = direct_->Save(saved_dir);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_TRUE(direct_->Snapshot(direct_dir).ok());
+  ASSERT_TRUE(remote_->Snapshot(remote_dir).ok());
+  Both([&](ParameterService& ps) { return ps.PushDense(names_, grads, 3); });
+  Both([&](ParameterService& ps) { return ps.WriteSnapshot(saved_dir).status(); });  // not its dir
+  absl::StatusOr<ShardFileInfo> d_written = direct_->WriteSnapshot(direct_dir);
+  absl::StatusOr<ShardFileInfo> r_written = remote_->WriteSnapshot(remote_dir);
+  ASSERT_TRUE(d_written.ok()) << d_written.status();
+  ASSERT_TRUE(r_written.ok()) << r_written.status();
+  EXPECT_EQ(*d_written, *saved);
+  EXPECT_EQ(*r_written, *saved);
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(remote_dir) / r_written->name));
+  Both([&](ParameterService& ps) { return ps.WriteSnapshot(direct_dir).status(); });  // written
+  ExpectSameDense();
 
   // Eviction: every row was last seen at step 2 (its push), so min_step 2 keeps them all and 3
   // removes them all, on both.

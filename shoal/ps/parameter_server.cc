@@ -24,6 +24,9 @@
 namespace shoal {
 namespace {
 
+// Where a snapshot keeps its shard file, in its own MemFileSystem.
+constexpr char kSnapshotDir[] = "mem://snapshot";
+
 constexpr absl::string_view kPartInfix = "@part-";
 
 // True if `entry` is a part of `table` written by some shard: "<table>@part-K-of-N"; sets
@@ -202,6 +205,7 @@ absl::Status ParameterServer::Initialize(const ModelSpec& spec) {
   if (state_ != nullptr) return same_or_error(*state_);  // initialized meanwhile
   state_ = std::move(state);
   ResetSync(0);
+  DropSnapshot();
   return absl::OkStatus();
 }
 
@@ -458,13 +462,23 @@ absl::Status ParameterServer::PushMany(absl::Span<const std::string> dense_names
   return absl::OkStatus();
 }
 
-absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint_dir) {
-  ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(checkpoint_dir));
-  // The shard file is first written to memory while updates wait (one consistent cut), then
-  // copied to `checkpoint_dir` while they run again: training pauses for a memory copy, not for
-  // the disk or HDFS write. The copy needs memory for one more shard file.
-  MemFileSystem snapshot_fs;
-  const std::string snapshot_dir = "mem://snapshot";
+struct ParameterServer::PendingSnapshot {
+  std::string checkpoint_dir;  // where WriteSnapshot may write it
+  MemFileSystem fs;            // holds the shard file under kSnapshotDir
+  ShardFileInfo info;
+  absl::Duration memory;  // allocating the snapshot, beside updates
+  absl::Duration paused;  // updates waiting
+};
+
+absl::StatusOr<std::unique_ptr<ParameterServer::PendingSnapshot>> ParameterServer::TakeSnapshot(
+    absl::string_view checkpoint_dir, bool keep) {
+  // Resolved first, so a path no file system takes fails before updates pause.
+  RETURN_IF_ERROR(fs_.For(checkpoint_dir).status());
+  // The shard file is written to memory while updates wait (one consistent cut); WriteSnapshot
+  // then copies it to `checkpoint_dir` while they run again: training pauses for a memory copy,
+  // not for the disk or HDFS write. The copy needs memory for one more shard file.
+  auto snapshot = std::make_unique<PendingSnapshot>();
+  snapshot->checkpoint_dir = std::string(checkpoint_dir);
   std::unique_ptr<ShardWriter> writer;
   const absl::Time start = absl::Now();
   {
@@ -480,50 +494,100 @@ absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint
       expected +=
           ShardTableBytesEstimate(t.table->num_rows(), t.table->dim(), t.table->num_slots());
     }
-    ASSIGN_OR_RETURN(writer, ShardWriter::Create(snapshot_fs, snapshot_dir, shard_, num_shards_,
+    ASSIGN_OR_RETURN(writer, ShardWriter::Create(snapshot->fs, kSnapshotDir, shard_, num_shards_,
                                                  {.expected_bytes = expected + expected / 50}));
   }
-  ShardFileInfo info;
   const absl::Time allocated = absl::Now();
-  {
-    MutexLock lock(&mu_);
-    if (state_ == nullptr) return Uninitialized();
-    for (const std::unique_ptr<DenseVar>& var : state_->dense) {
-      ReaderMutexLock var_lock(&var->mu);
-      const int num_slots = var->optimizer->num_slots();
-      const int64_t n = var->value.size();
-      std::vector<Tensor> slots;
-      slots.reserve(static_cast<size_t>(num_slots));
-      for (int k = 0; k < num_slots; ++k) {
-        Tensor slot(var->value.shape());
-        std::copy_n(var->slots.begin() + k * n, n, slot.data());
-        slots.push_back(std::move(slot));
-      }
-      const std::string entry =
-          var->split ? DenseSliceEntryName(var->spec->name, var->begin, var->end) : var->spec->name;
-      RETURN_IF_ERROR(writer->AddDense(entry, var->value, slots, var->optimizer->slot_names()));
+  MutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  for (const std::unique_ptr<DenseVar>& var : state_->dense) {
+    ReaderMutexLock var_lock(&var->mu);
+    const int num_slots = var->optimizer->num_slots();
+    const int64_t n = var->value.size();
+    std::vector<Tensor> slots;
+    slots.reserve(static_cast<size_t>(num_slots));
+    for (int k = 0; k < num_slots; ++k) {
+      Tensor slot(var->value.shape());
+      std::copy_n(var->slots.begin() + k * n, n, slot.data());
+      slots.push_back(std::move(slot));
     }
-    for (const Table& t : state_->tables) {
-      RETURN_IF_ERROR(writer->AddTable(TablePartEntryName(t.spec->name, shard_, num_shards_),
-                                       *t.table, t.optimizer->slot_names()));
-    }
-    ASSIGN_OR_RETURN(info, writer->Finish());
+    const std::string entry =
+        var->split ? DenseSliceEntryName(var->spec->name, var->begin, var->end) : var->spec->name;
+    RETURN_IF_ERROR(writer->AddDense(entry, var->value, slots, var->optimizer->slot_names()));
   }
-  const absl::Time resumed = absl::Now();
-  RETURN_IF_ERROR(fs->RecursivelyCreateDir(checkpoint_dir));
-  const std::string source = JoinPath(snapshot_dir, info.name);
-  const std::string target = JoinPath(checkpoint_dir, info.name);
-  RETURN_IF_ERROR_CTX(CopyFileAtomically(snapshot_fs, source, *fs, target), "writing shard ",
+  for (const Table& t : state_->tables) {
+    RETURN_IF_ERROR(writer->AddTable(TablePartEntryName(t.spec->name, shard_, num_shards_),
+                                     *t.table, t.optimizer->slot_names()));
+  }
+  ASSIGN_OR_RETURN(snapshot->info, writer->Finish());
+  snapshot->memory = allocated - start;
+  snapshot->paused = absl::Now() - allocated;
+  if (keep) {
+    // Under mu_, so a Restore or Initialize (which take mu_ exclusively) drops it or comes after.
+    MutexLock snapshot_lock(&snapshot_mu_);
+    if (pending_snapshot_ != nullptr) {
+      LOG(WARNING) << "ps shard " << shard_ << ": the snapshot for "
+                   << pending_snapshot_->checkpoint_dir
+                   << " was never written; dropped for the one of " << checkpoint_dir;
+    }
+    pending_snapshot_ = std::move(snapshot);
+    return std::unique_ptr<PendingSnapshot>();
+  }
+  return snapshot;
+}
+
+absl::StatusOr<ShardFileInfo> ParameterServer::WriteSnapshotFile(PendingSnapshot& snapshot) {
+  ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(snapshot.checkpoint_dir));
+  const absl::Time start = absl::Now();
+  RETURN_IF_ERROR(fs->RecursivelyCreateDir(snapshot.checkpoint_dir));
+  const std::string source = JoinPath(kSnapshotDir, snapshot.info.name);
+  const std::string target = JoinPath(snapshot.checkpoint_dir, snapshot.info.name);
+  RETURN_IF_ERROR_CTX(CopyFileAtomically(snapshot.fs, source, *fs, target), "writing shard ",
                       shard_, " of ", num_shards_);
-  const absl::Time written = absl::Now();
-  LOG(INFO) << "ps shard " << shard_ << ": saved " << info.bytes << " bytes to " << target
+  const absl::Duration written = absl::Now() - start;
+  LOG(INFO) << "ps shard " << shard_ << ": saved " << snapshot.info.bytes << " bytes to " << target
             << " (memory "
-            << absl::FormatDuration(absl::Trunc(allocated - start, absl::Milliseconds(1)))
+            << absl::FormatDuration(absl::Trunc(snapshot.memory, absl::Milliseconds(1)))
             << ", updates paused "
-            << absl::FormatDuration(absl::Trunc(resumed - allocated, absl::Milliseconds(1)))
-            << ", write "
-            << absl::FormatDuration(absl::Trunc(written - resumed, absl::Milliseconds(1))) << ")";
-  return info;
+            << absl::FormatDuration(absl::Trunc(snapshot.paused, absl::Milliseconds(1)))
+            << ", write " << absl::FormatDuration(absl::Trunc(written, absl::Milliseconds(1)))
+            << ")";
+  return snapshot.info;
+}
+
+absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint_dir) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PendingSnapshot> snapshot,
+                   TakeSnapshot(checkpoint_dir, /*keep=*/false));
+  return WriteSnapshotFile(*snapshot);
+}
+
+void ParameterServer::DropSnapshot() {
+  MutexLock lock(&snapshot_mu_);
+  pending_snapshot_.reset();
+}
+
+absl::Status ParameterServer::Snapshot(absl::string_view checkpoint_dir) {
+  return TakeSnapshot(checkpoint_dir, /*keep=*/true).status();
+}
+
+absl::StatusOr<ShardFileInfo> ParameterServer::WriteSnapshot(absl::string_view checkpoint_dir) {
+  std::unique_ptr<PendingSnapshot> snapshot;
+  {
+    MutexLock lock(&snapshot_mu_);
+    if (pending_snapshot_ == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("WriteSnapshot(", checkpoint_dir, ") on ps shard ", shard_,
+                       ": no snapshot is pending (call Snapshot first; a Restore or Initialize "
+                       "drops it)"));
+    }
+    if (pending_snapshot_->checkpoint_dir != checkpoint_dir) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("WriteSnapshot(", checkpoint_dir, ") on ps shard ", shard_,
+                       ": the pending snapshot is for ", pending_snapshot_->checkpoint_dir));
+    }
+    snapshot = std::move(pending_snapshot_);  // freed once written, or on failure
+  }
+  return WriteSnapshotFile(*snapshot);
 }
 
 absl::Status ParameterServer::ReadDenseRows(const CheckpointReader& reader,
@@ -669,6 +733,7 @@ absl::Status ParameterServer::WarmStart(const ModelSpec& spec, absl::string_view
   MutexLock lock(&mu_);
   state_ = std::move(state);
   ResetSync(0);
+  DropSnapshot();
   return absl::OkStatus();
 }
 
@@ -680,6 +745,7 @@ absl::Status ParameterServer::Restore(const ModelSpec& spec, absl::string_view c
   MutexLock lock(&mu_);
   state_ = std::move(state);
   ResetSync(step);
+  DropSnapshot();
   return absl::OkStatus();
 }
 

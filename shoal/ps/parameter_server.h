@@ -11,7 +11,12 @@
 //   ParameterClient client({&ps0, &ps1});          // worker/parameter_client.h
 //   RETURN_IF_ERROR(client.Initialize(spec));
 //
-// Checkpoints: Save writes shard file `shard` of `num_shards` (checkpoint/shard_writer.h). Dense
+// Checkpoints: Save writes shard file `shard` of `num_shards` (checkpoint/shard_writer.h): it is
+// Snapshot then WriteSnapshot, without touching the pending snapshot. Snapshot writes the file to
+// memory while updates wait and keeps it as the shard's one pending snapshot (a second Snapshot
+// replaces it, with a warning); WriteSnapshot copies it to the checkpoint directory while updates
+// run, and frees it (written or not); a Restore, WarmStart or Initialize that replaces the state
+// frees it too. Dense
 // variables are entries named as the variable, and a slice of a split variable V is the entry
 // DenseSliceEntryName(V, begin, end) ("V@rows-B-E"); Restore copies the rows a shard holds from
 // whichever entries of V overlap them (a whole V, or slices cut for any number of shards). This
@@ -42,8 +47,8 @@
 //
 // Thread safety: thread-safe. A reader/writer lock orders the whole shard: Pull/Push/Lookup and
 // GetTableStats hold it shared (any number at once; a dense variable has its own lock, tables lock
-// their stripes), Save holds it exclusively while it writes the shard file to memory (one
-// consistent cut; the copy to the checkpoint directory then runs beside updates), and
+// their stripes), Save and Snapshot hold it exclusively while they write the shard file to memory
+// (one consistent cut; the copy to the checkpoint directory then runs beside updates), and
 // Initialize/Restore take it exclusively only to swap in a fully built state (a failed Restore
 // leaves the earlier state). The sync state has a lock of its own, taken after the shard lock:
 // sync pushes and commits hold the shard lock shared and the sync lock exclusively (so a version
@@ -119,6 +124,9 @@ class ParameterServer final : public ParameterService {
                                       absl::Span<const Tensor> dense_grads,
                                       absl::Span<const TablePush> tables, int64_t step) override;
   [[nodiscard]] absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override;
+  [[nodiscard]] absl::Status Snapshot(absl::string_view checkpoint_dir) override;
+  [[nodiscard]] absl::StatusOr<ShardFileInfo> WriteSnapshot(
+      absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
                                      absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::Status WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
@@ -136,7 +144,19 @@ class ParameterServer final : public ParameterService {
   struct DenseVar;
   struct Table;
   struct State;
-  struct PendingUpdate;  // the gradients accumulated for version + 1
+  struct PendingUpdate;    // the gradients accumulated for version + 1
+  struct PendingSnapshot;  // a shard file in memory, for WriteSnapshot
+
+  // The shard file, written to memory under mu_ held exclusively (updates wait), for
+  // `checkpoint_dir`. With `keep`, it becomes the pending snapshot (replacing any) and null is
+  // returned.
+  absl::StatusOr<std::unique_ptr<PendingSnapshot>> TakeSnapshot(absl::string_view checkpoint_dir,
+                                                                bool keep)
+      ABSL_LOCKS_EXCLUDED(mu_, snapshot_mu_);
+  // Copies `snapshot`'s file into its checkpoint directory (updates run meanwhile).
+  absl::StatusOr<ShardFileInfo> WriteSnapshotFile(PendingSnapshot& snapshot);
+  // Frees the pending snapshot: the state it was taken from is being replaced.
+  void DropSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(snapshot_mu_);
 
   // A fresh state for `spec` (validated) with initial values.
   absl::StatusOr<std::unique_ptr<State>> BuildState(const ModelSpec& spec) const;
@@ -189,6 +209,9 @@ class ParameterServer final : public ParameterService {
   // Shared by requests, exclusive for Save and for swapping the state.
   Mutex mu_;
   std::unique_ptr<State> state_ ABSL_GUARDED_BY(mu_);  // null before Initialize/Restore
+  // The snapshot Snapshot took and WriteSnapshot has not written yet (at most one).
+  Mutex snapshot_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::unique_ptr<PendingSnapshot> pending_snapshot_ ABSL_GUARDED_BY(snapshot_mu_);
 
   // Sync mode. sync_ mirrors replicas_ > 0 so that asynchronous pushes skip sync_mu_.
   std::atomic<bool> sync_{false};

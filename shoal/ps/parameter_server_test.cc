@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/checkpoint/checkpoint.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/ps/ps_test_util.h"
@@ -348,6 +349,82 @@ TEST_F(ParameterServerTest, AnEvictedIdComesBackFreshlyInitialised) {
   ASSERT_TRUE(ps.PushSparse("emb/C1", ids, grads, 11).ok());
   ASSERT_TRUE(fresh.PushSparse("emb/C1", ids, grads, 11).ok());
   for (uint64_t id : ids) EXPECT_EQ(Row(ps, "emb/C1", id, 8), Row(fresh, "emb/C1", id, 8)) << id;
+}
+
+TEST_F(ParameterServerTest, WriteSnapshotWritesTheValuesOfTheSnapshotNotLaterPushes) {
+  ParameterServer ps(fs_, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec_).ok());
+  const std::string name = "dnn/logits/kernel";  // sgd, lr 0.5
+  const Tensor grad({4, 1}, {1.0f, -2.0f, 0.25f, 0.0f});
+  ASSERT_TRUE(ps.PushDense({&name, 1}, {&grad, 1}, 1).ok());
+  std::vector<Tensor> at_snapshot;
+  ASSERT_TRUE(ps.PullDense({&name, 1}, &at_snapshot).ok());
+  const uint64_t id = 42;
+  std::vector<float> row_grad(8, 1.0f);
+  ASSERT_TRUE(ps.PushSparse("emb/C1", {&id, 1}, row_grad, 1).ok());
+  const std::vector<float> row_at_snapshot = Row(ps, "emb/C1", id, 8);
+
+  const std::string dir = "mem://model/ckpt-1";
+  ASSERT_TRUE(ps.Snapshot(dir).ok());
+  // Updates after the snapshot are not in the file.
+  for (int step = 2; step < 5; ++step) {
+    ASSERT_TRUE(ps.PushDense({&name, 1}, {&grad, 1}, step).ok());
+    ASSERT_TRUE(ps.PushSparse("emb/C1", {&id, 1}, row_grad, step).ok());
+  }
+  const uint64_t new_id = 7;
+  ASSERT_TRUE(ps.PushSparse("emb/C1", {&new_id, 1}, row_grad, 4).ok());
+  EXPECT_FALSE(mem_->FileExists(dir).value_or(true));  // nothing written yet
+
+  absl::StatusOr<ShardFileInfo> info = ps.WriteSnapshot(dir);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_TRUE(CommitCheckpoint(*mem_, kModelDir, 1, {*info}, "").ok());
+  auto reader = CheckpointReader::Open(*mem_, dir).value();
+  absl::StatusOr<DenseVariable> saved = reader->ReadDense(name);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_TRUE(SameTensor(saved->value, at_snapshot[0]));
+  std::vector<Tensor> now;
+  ASSERT_TRUE(ps.PullDense({&name, 1}, &now).ok());
+  EXPECT_FALSE(SameTensor(now[0], at_snapshot[0]));
+  // The table part holds the row as it was (one row: the id pushed later is not there).
+  ParameterServer restored(fs_, 0, 1);
+  ASSERT_TRUE(restored.Restore(spec_, dir).ok());
+  EXPECT_EQ(Row(restored, "emb/C1", id, 8), row_at_snapshot);
+  EXPECT_EQ(Row(restored, "emb/C1", new_id, 8), std::vector<float>(8, 0.0f));
+
+  // Written once: a second WriteSnapshot finds nothing pending.
+  absl::Status again = ps.WriteSnapshot(dir).status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition) << again;
+  EXPECT_THAT(again.message(), HasSubstr("no snapshot is pending"));
+}
+
+TEST_F(ParameterServerTest, WriteSnapshotNeedsASnapshotForThatDirectory) {
+  ParameterServer ps(fs_, 0, 1);
+  EXPECT_EQ(ps.Snapshot("mem://model/ckpt-1").code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(ps.Initialize(spec_).ok());
+  absl::Status none = ps.WriteSnapshot("mem://model/ckpt-1").status();
+  EXPECT_EQ(none.code(), absl::StatusCode::kFailedPrecondition) << none;
+  EXPECT_THAT(none.message(), HasSubstr("no snapshot is pending (call Snapshot first"));
+
+  ASSERT_TRUE(ps.Snapshot("mem://model/ckpt-1").ok());
+  absl::Status other = ps.WriteSnapshot("mem://model/ckpt-2").status();
+  EXPECT_EQ(other.code(), absl::StatusCode::kFailedPrecondition) << other;
+  EXPECT_THAT(other.message(), HasSubstr("the pending snapshot is for mem://model/ckpt-1"));
+  // A second Snapshot replaces the first.
+  ASSERT_TRUE(ps.Snapshot("mem://model/ckpt-2").ok());
+  EXPECT_EQ(ps.WriteSnapshot("mem://model/ckpt-1").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(ps.WriteSnapshot("mem://model/ckpt-2").ok());
+  // A Save leaves a pending snapshot alone; a Restore drops it.
+  ASSERT_TRUE(ps.Snapshot("mem://model/ckpt-3").ok());
+  absl::StatusOr<ShardFileInfo> saved = ps.Save("mem://model/ckpt-4");
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_TRUE(ps.WriteSnapshot("mem://model/ckpt-3").ok());
+  ASSERT_TRUE(CommitCheckpoint(*mem_, kModelDir, 4, {*saved}, "").ok());
+  ASSERT_TRUE(ps.Snapshot("mem://model/ckpt-5").ok());
+  ASSERT_TRUE(ps.Restore(spec_, "mem://model/ckpt-4").ok());
+  EXPECT_EQ(ps.WriteSnapshot("mem://model/ckpt-5").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(ps.Snapshot("nosuchscheme://x").ok());  // no file system takes it
 }
 
 TEST(TablePartEntryNameTest, NamesShardAndCount) {

@@ -266,6 +266,17 @@ class ParameterService {
   // `shard` of `num_shards` into `checkpoint_dir` (checkpoint/shard_writer.h). Updates wait while
   // it runs, so the file is a consistent cut. The caller commits the checkpoint.
   [[nodiscard]] virtual absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) = 0;
+  // Save in two phases, for a checkpoint that is one cut across shards (docs/checkpoint.md): the
+  // caller holds every trainer between steps, calls Snapshot on every shard, lets the trainers go
+  // on, then calls WriteSnapshot on every shard. Snapshot returns once this shard's file is in
+  // memory (updates wait only while it is copied there); it is kept as the shard's one pending
+  // snapshot, for `checkpoint_dir` (a second Snapshot replaces it). WriteSnapshot writes the
+  // pending snapshot into `checkpoint_dir` as Save would and frees it; FAILED_PRECONDITION when
+  // none is pending for `checkpoint_dir` (never taken, already written, or dropped by a Restore,
+  // WarmStart or Initialize). Snapshot is FAILED_PRECONDITION before Initialize/Restore.
+  [[nodiscard]] virtual absl::Status Snapshot(absl::string_view checkpoint_dir) = 0;
+  [[nodiscard]] virtual absl::StatusOr<ShardFileInfo> WriteSnapshot(
+      absl::string_view checkpoint_dir) = 0;
   // Replaces this shard's state by checkpoint `checkpoint_dir` (written with any number of
   // shards): initialises from `spec` (as Initialize, but replacing any earlier state), then reads
   // every dense variable and table row this shard owns. A variable or table missing from the

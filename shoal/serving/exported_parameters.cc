@@ -112,6 +112,15 @@ absl::StatusOr<std::vector<TableStats>> ExportedParameters::GetTableStats() {
   return stats;
 }
 
+absl::Status ExportedParameters::Snapshot(absl::string_view /*checkpoint_dir*/) {
+  return ReadOnly("Snapshot");
+}
+
+absl::StatusOr<ShardFileInfo> ExportedParameters::WriteSnapshot(
+    absl::string_view /*checkpoint_dir*/) {
+  return ReadOnly("WriteSnapshot");
+}
+
 absl::StatusOr<std::vector<TableEviction>> ExportedParameters::Evict(int64_t /*min_step*/) {
   return ReadOnly("Evict");
 }

@@ -9,8 +9,8 @@
 // inference checkpoint (export/inference_checkpoint.h): values only, no optimizer. Inference
 // lookups of ids without a row read zeros, as a parameter server's do. Everything that would
 // change the weights (pushes, kTrain lookups, Initialize with another spec, Restore, WarmStart,
-// Evict, sync training) is FAILED_PRECONDITION: the weights are those of the export, and never
-// change.
+// Evict, Snapshot, WriteSnapshot, sync training) is FAILED_PRECONDITION: the weights are those of
+// the export, and never change.
 //
 // Errors of Load: NOT_FOUND when the directory has no checkpoint or lacks a variable or table of
 // `spec`, INVALID_ARGUMENT when a shape or dim differs from `spec`, DATA_LOSS for corrupt data.
@@ -53,6 +53,8 @@ class ExportedParameters final : public ParameterService {
   absl::Status PushSparse(absl::string_view table, absl::Span<const uint64_t> ids,
                           absl::Span<const float> grads, int64_t step) override;
   absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override;
+  absl::Status Snapshot(absl::string_view checkpoint_dir) override;
+  absl::StatusOr<ShardFileInfo> WriteSnapshot(absl::string_view checkpoint_dir) override;
   absl::Status Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) override;
   absl::StatusOr<std::vector<TableStats>> GetTableStats() override;
   absl::StatusOr<std::vector<TableEviction>> Evict(int64_t min_step) override;

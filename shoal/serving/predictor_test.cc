@@ -344,6 +344,8 @@ TEST_F(PredictorTest, ExportedParametersAreReadOnly) {
   std::vector<float> row(1);
   const std::vector<absl::Status> refused = {
       (*params)->Evict(1000000).status(),
+      (*params)->Snapshot(export_dir),
+      (*params)->WriteSnapshot(export_dir).status(),
       (*params)->PushSparse("wide", {&id, 1}, row, 1),
       (*params)->Lookup("wide", {&id, 1}, LookupMode::kTrain, 1, absl::MakeSpan(row)),
       (*params)->SetSyncReplicas(2),

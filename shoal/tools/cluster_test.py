@@ -66,6 +66,13 @@ def test_launch_trains_like_one_process(tmp_path):
     ckpt = tmp_path / "cluster" / f"ckpt-{two['global_step']}"
     assert sorted(p.name for p in ckpt.glob("*.data")) == [
         "shard-00000-of-00002.data", "shard-00001-of-00002.data"]
+    # Every checkpoint is one cut across both PS: the worker was held for the snapshots.
+    for manifest in (tmp_path / "cluster").glob("ckpt-*/MANIFEST.json"):
+        extra = json.loads(manifest.read_text())["extra"]
+        assert extra["consistent_cut"] is True, (manifest, extra)
+    cuts = re.findall(r"\[chief:0\] .*Checkpoint (\d+): one cut across the parameter servers, "
+                      r"hold wait", out.stdout)
+    assert str(two["global_step"]) in cuts, out.stdout[-5000:]
 
 
 def test_launch_stops_at_max_steps_cluster_wide(tmp_path):

@@ -450,14 +450,23 @@ absl::Status ParameterClient::PushMany(absl::Span<const Tensor> dense_grads,
 }
 
 absl::StatusOr<std::string> ParameterClient::Save(FileSystem& fs, absl::string_view model_dir,
-                                                  int64_t step, absl::string_view extra_json) {
+                                                  int64_t step, absl::string_view extra_json,
+                                                  const SaveOptions& options) {
   if (!initialized_) return absl::FailedPreconditionError("ParameterClient is not initialized");
   ASSIGN_OR_RETURN(std::string dir, PrepareCheckpointDir(fs, model_dir, step));
+  absl::Status snapshots = [&]() -> absl::Status {
+    if (options.before_snapshot) RETURN_IF_ERROR(options.before_snapshot());
+    return ForEachShard(num_shards(), "snapshotting",
+                        [&](int k) -> absl::Status { return shards_[k]->Snapshot(dir); });
+  }();
+  if (options.after_snapshot) options.after_snapshot();
+  RETURN_IF_ERROR(snapshots);
   std::vector<ShardFileInfo> infos(shards_.size());
-  RETURN_IF_ERROR(ForEachShard(num_shards(), "saving", [&](int k) -> absl::Status {
-    ASSIGN_OR_RETURN(infos[k], shards_[k]->Save(dir));
+  RETURN_IF_ERROR(ForEachShard(num_shards(), "writing the snapshot of", [&](int k) -> absl::Status {
+    ASSIGN_OR_RETURN(infos[k], shards_[k]->WriteSnapshot(dir));
     return absl::OkStatus();
   }));
+  if (options.extra_json) return CommitCheckpoint(fs, model_dir, step, infos, options.extra_json());
   return CommitCheckpoint(fs, model_dir, step, infos, extra_json);
 }
 

@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -103,11 +104,28 @@ class ParameterClient {
   [[nodiscard]] absl::Status PushMany(absl::Span<const Tensor> dense_grads,
                                       absl::Span<const TablePush> tables, int64_t step);
 
-  // Writes checkpoint `step` of `model_dir`: PrepareCheckpointDir, every shard's Save (in
-  // parallel), CommitCheckpoint with `extra_json`. Returns the checkpoint directory. `fs` is the
-  // file system of model_dir (the shards write through their own).
+  // Writes checkpoint `step` of `model_dir`: PrepareCheckpointDir, then in two phases every
+  // shard's Snapshot (in parallel; updates wait on each shard while its file is copied to memory)
+  // and every shard's WriteSnapshot (in parallel, updates running), then CommitCheckpoint with
+  // `extra_json` (or, when options.extra_json is set, what it returns then). Returns the
+  // checkpoint directory. `fs` is the file system of model_dir (the shards write through their
+  // own).
+  //
+  // A consistent cut across shards (docs/checkpoint.md): options.before_snapshot runs first (the
+  // chief holds every trainer between steps there) and options.after_snapshot once the shards'
+  // snapshots returned, on every path once before_snapshot was called (also when it or a
+  // snapshot failed), so a hold is always released. An error from before_snapshot fails the save
+  // before any shard is called.
+  struct SaveOptions {
+    std::function<absl::Status()> before_snapshot;
+    std::function<void()> after_snapshot;
+    // Called after the shards wrote their files, before the commit: the manifest's extra JSON,
+    // which may then say what the hooks saw (state taken inside the hold, whether it held).
+    std::function<std::string()> extra_json;
+  };
   [[nodiscard]] absl::StatusOr<std::string> Save(FileSystem& fs, absl::string_view model_dir,
-                                                 int64_t step, absl::string_view extra_json);
+                                                 int64_t step, absl::string_view extra_json,
+                                                 const SaveOptions& options = {});
 
   // Synchronous training, on every shard in shard order (the first error is returned, naming
   // the shard; shards before it have taken the call).

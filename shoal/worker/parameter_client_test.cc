@@ -121,6 +121,18 @@ class FakeShard final : public ParameterService {
     for (const auto& [name, value] : dense_) RETURN_IF_ERROR(writer->AddDense(name, value, {}, {}));
     return writer->Finish();
   }
+  // Two-phase save, for the client's Save: the file is written at WriteSnapshot (a fake needs no
+  // cut).
+  absl::Status Snapshot(absl::string_view checkpoint_dir) override {
+    RETURN_IF_ERROR(Check());
+    snapshot_dir = std::string(checkpoint_dir);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<ShardFileInfo> WriteSnapshot(absl::string_view checkpoint_dir) override {
+    if (snapshot_dir != checkpoint_dir) return absl::FailedPreconditionError("no snapshot");
+    snapshot_dir.clear();
+    return Save(checkpoint_dir);
+  }
 
   absl::Status Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) override {
     initialized_ = false;
@@ -201,7 +213,8 @@ class FakeShard final : public ParameterService {
 
   int lookups = 0, dense_pushes = 0, sparse_pushes = 0;
   int lookup_manys = 0, push_manys = 0;
-  absl::Status fail;  // returned by every call while not OK
+  absl::Status fail;         // returned by every call while not OK
+  std::string snapshot_dir;  // of the pending snapshot
   // Sync training: what the client set and committed, and the version WaitForVersion reports.
   int replicas = 0;
   std::vector<int64_t> commits;
@@ -524,7 +537,7 @@ TEST_F(ParameterClientTest, ShardErrorsNameTheShard) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("connection reset"));
   s = client->Save(*fs_.For("mem://m").value(), "mem://m", 1, "").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("saving shard 1 of 3"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("snapshotting shard 1 of 3"));
   EXPECT_EQ(LatestCheckpoint(*fs_.For("mem://m").value(), "mem://m").status().code(),
             absl::StatusCode::kNotFound);
 }
@@ -553,6 +566,59 @@ TEST_F(ParameterClientTest, SaveCommitsEveryShardWithExtraJsonAndRestores) {
   ASSERT_TRUE(restored->PullDense(&b).ok());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(SameTensor(a[i], b[i])) << i;
   EXPECT_EQ(restored->TableDim("wide").value(), 1);
+}
+
+TEST_F(ParameterClientTest, SaveSnapshotsEveryShardBetweenTheHooksThenWrites) {
+  FileSystem& mem = *fs_.For("mem://model").value();
+  ASSERT_TRUE(mem.RecursivelyCreateDir("mem://model").ok());
+  auto client = Client(3);
+  ASSERT_TRUE(client->Initialize(spec_).ok());
+  std::vector<std::string> calls;
+  const auto snapshotted = [&] {
+    int n = 0;
+    for (const auto& fake : fakes_) n += !fake->snapshot_dir.empty();
+    return n;
+  };
+  ParameterClient::SaveOptions options{
+      .before_snapshot =
+          [&] {
+            calls.push_back(absl::StrCat("before:", snapshotted()));
+            return absl::OkStatus();
+          },
+      .after_snapshot = [&] { calls.push_back(absl::StrCat("after:", snapshotted())); },
+      .extra_json =
+          [&] {
+            calls.push_back("extra");
+            return std::string(R"({"queue": 7})");
+          }};
+  absl::StatusOr<std::string> dir = client->Save(mem, "mem://model", 10, "{}", options);
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  // No shard snapshotted before the hold, all three by its release, none pending after.
+  EXPECT_EQ(calls, (std::vector<std::string>{"before:0", "after:3", "extra"}));
+  EXPECT_EQ(snapshotted(), 0);
+  auto reader = CheckpointReader::Open(mem, *dir).value();
+  EXPECT_EQ(nlohmann::json::parse(reader->extra_json())["queue"], 7);
+
+  // A failed snapshot still releases, once, and nothing is committed.
+  calls.clear();
+  fakes_[1]->fail = absl::UnavailableError("connection reset");
+  absl::Status s = client->Save(mem, "mem://model", 20, "{}", options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("snapshotting shard 1 of 3"));
+  EXPECT_EQ(calls, (std::vector<std::string>{"before:0", "after:2"}));
+  EXPECT_EQ(LatestCheckpoint(mem, "mem://model").value(), *dir);
+
+  // A failed hold fails the save before any shard is called, and is released too.
+  calls.clear();
+  fakes_[1]->fail = absl::OkStatus();
+  for (const auto& fake : fakes_) fake->snapshot_dir.clear();
+  options.before_snapshot = [&] {
+    calls.push_back("before");
+    return absl::AbortedError("a rollback");
+  };
+  EXPECT_EQ(client->Save(mem, "mem://model", 30, "{}", options).status().code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(calls, (std::vector<std::string>{"before", "after:0"}));
 }
 
 TEST_F(ParameterClientTest, EvictCallsEveryShardAndSumsPerTable) {

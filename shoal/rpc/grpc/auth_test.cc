@@ -65,6 +65,8 @@ void ExpectEveryMethodUnauthenticated(ParameterService& ps, CoordinatorService& 
       {"PushMany",
        ps.PushMany({&name, 1}, {&grad, 1}, std::vector<TablePush>{{"emb/C1", {&id, 1}, row}}, 1)},
       {"Save", ps.Save("/tmp/never").status()},
+      {"Snapshot", ps.Snapshot("/tmp/never")},
+      {"WriteSnapshot", ps.WriteSnapshot("/tmp/never").status()},
       {"Restore", ps.Restore(spec, "/tmp/never")},
       {"WarmStart", ps.WarmStart(spec, "/tmp/never", {&name, 1})},
       {"GetTableStats", ps.GetTableStats().status()},
@@ -152,6 +154,8 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
   rpc::LookupManyReply lookup_many;
   rpc::PushManyReply push_many;
   rpc::SaveReply save;
+  rpc::SnapshotReply snapshot;
+  rpc::WriteSnapshotReply write_snapshot;
   rpc::RestoreReply restore;
   rpc::WarmStartReply warm;
   rpc::GetTableStatsReply stats;
@@ -188,6 +192,8 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
        call([&](auto* c) { return ps->LookupMany(c, lookup_many_request, &lookup_many); })},
       {"PushMany", call([&](auto* c) { return ps->PushMany(c, {}, &push_many); })},
       {"Save", call([&](auto* c) { return ps->Save(c, {}, &save); })},
+      {"Snapshot", call([&](auto* c) { return ps->Snapshot(c, {}, &snapshot); })},
+      {"WriteSnapshot", call([&](auto* c) { return ps->WriteSnapshot(c, {}, &write_snapshot); })},
       {"Restore", call([&](auto* c) { return ps->Restore(c, {}, &restore); })},
       {"WarmStart", call([&](auto* c) { return ps->WarmStart(c, {}, &warm); })},
       {"GetTableStats", call([&](auto* c) { return ps->GetTableStats(c, {}, &stats); })},

@@ -8,11 +8,11 @@
 // Connect waits until the peer accepts a connection, retrying with exponential backoff (100 ms,
 // x1.6, at most 2 s apart) until connect_deadline, so a job's processes may start in any order.
 // Every call then carries the secret and has a deadline (call_deadline; long_call_deadline for
-// Initialize, Save, Restore, WarmStart and Evict, which touch every parameter or the file
-// system). A failed call keeps the peer's status code and message, prefixed with the peer:
-// "ps:1 at 10.0.0.7:4242: Lookup: <remote message>". If the peer goes away later, calls fail with
-// UNAVAILABLE while gRPC reconnects in the background (same backoff); retrying is the caller's
-// decision (docs/errors.md: UNAVAILABLE means retry the call).
+// Initialize, Save, Snapshot, WriteSnapshot, Restore, WarmStart and Evict, which touch every
+// parameter or the file system). A failed call keeps the peer's status code and message, prefixed
+// with the peer: "ps:1 at 10.0.0.7:4242: Lookup: <remote message>". If the peer goes away later,
+// calls fail with UNAVAILABLE while gRPC reconnects in the background (same backoff); retrying is
+// the caller's decision (docs/errors.md: UNAVAILABLE means retry the call).
 //
 // Thread safety: a channel and its stubs are thread-safe; calls from many threads share one
 // HTTP/2 connection. This header includes no gRPC header, so any layer may use it.
@@ -37,7 +37,7 @@ struct ConnectOptions {
   std::string tls_server_name;
   absl::Duration connect_deadline = absl::Seconds(60);  // Connect gives up after this
   absl::Duration call_deadline = absl::Seconds(60);     // every call but the ones below
-  // Initialize, Save, Restore, WarmStart, Evict
+  // Initialize, Save, Snapshot, WriteSnapshot, Restore, WarmStart, Evict
   absl::Duration long_call_deadline = absl::Minutes(30);
   // Largest message sent or received, bytes, in [kMinMaxMessageBytes, kMaxMaxMessageBytes]; the
   // peer's ServerOptions::max_message_bytes should be the same.

@@ -396,6 +396,30 @@ absl::StatusOr<ShardFileInfo> GrpcParameterService::Save(absl::string_view check
   return info;
 }
 
+absl::Status GrpcParameterService::Snapshot(absl::string_view checkpoint_dir) {
+  rpc::SnapshotRequest request;
+  request.set_checkpoint_dir(std::string(checkpoint_dir));
+  rpc::SnapshotReply reply;
+  // A copy of the whole shard into memory, as a Save's first half: the long deadline.
+  return Call(
+      *channel_, "Snapshot", channel_->options().long_call_deadline,
+      [&](grpc::ClientContext* ctx) { return stub_->stub->Snapshot(ctx, request, &reply); });
+}
+
+absl::StatusOr<ShardFileInfo> GrpcParameterService::WriteSnapshot(
+    absl::string_view checkpoint_dir) {
+  rpc::WriteSnapshotRequest request;
+  request.set_checkpoint_dir(std::string(checkpoint_dir));
+  rpc::WriteSnapshotReply reply;
+  RETURN_IF_ERROR(Call(
+      *channel_, "WriteSnapshot", channel_->options().long_call_deadline,
+      [&](grpc::ClientContext* ctx) { return stub_->stub->WriteSnapshot(ctx, request, &reply); }));
+  ShardFileInfo info;
+  absl::Status converted = rpc_internal::FromProto(reply.file(), &info);
+  if (!converted.ok()) return BadReply(*channel_, "WriteSnapshot", converted.message());
+  return info;
+}
+
 absl::Status GrpcParameterService::Restore(const ModelSpec& spec,
                                            absl::string_view checkpoint_dir) {
   rpc::RestoreRequest request;

@@ -60,6 +60,9 @@ class GrpcParameterService final : public ParameterService {
   [[nodiscard]] absl::StatusOr<ShardFileInfo> Save(absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::Status WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
                                        absl::Span<const std::string> patterns) override;
+  [[nodiscard]] absl::Status Snapshot(absl::string_view checkpoint_dir) override;
+  [[nodiscard]] absl::StatusOr<ShardFileInfo> WriteSnapshot(
+      absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::Status Restore(const ModelSpec& spec,
                                      absl::string_view checkpoint_dir) override;
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats() override;

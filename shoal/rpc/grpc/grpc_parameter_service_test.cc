@@ -108,6 +108,22 @@ TEST(GrpcParameterServiceTest, EvictRoundTripsTheStepAndThePerTableCounts) {
   EXPECT_EQ(fake.evictions(), (std::vector<int64_t>{1234567890123, 0}));
 }
 
+TEST(GrpcParameterServiceTest, SnapshotAndWriteSnapshotRoundTripTheDirectoryAndTheFile) {
+  FakeParameterService fake;
+  Loopback lb = StartLoopback(&fake, nullptr);
+  ASSERT_NE(lb.channel, nullptr);
+  GrpcParameterService ps(lb.channel);
+
+  absl::Status none = ps.WriteSnapshot("/ckpt/1").status();
+  EXPECT_EQ(none.code(), absl::StatusCode::kFailedPrecondition) << none;
+  EXPECT_THAT(std::string(none.message()), HasSubstr("no snapshot is pending for /ckpt/1"));
+  ASSERT_TRUE(ps.Snapshot("/ckpt/1").ok());
+  absl::StatusOr<ShardFileInfo> written = ps.WriteSnapshot("/ckpt/1");
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(*written, FakeParameterService::SavedFile());
+  EXPECT_EQ(ps.Snapshot("").code(), absl::StatusCode::kInvalidArgument);  // checked by the server
+}
+
 TEST(GrpcParameterServiceTest, SyncMethodsRoundTrip) {
   FakeParameterService fake;
   Loopback lb = StartLoopback(&fake, nullptr);

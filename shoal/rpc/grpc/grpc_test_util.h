@@ -144,6 +144,24 @@ class FakeParameterService final : public ParameterService {
     ++calls_;
     return SavedFile();
   }
+  // Records the directory; WriteSnapshot returns SavedFile() for it, FAILED_PRECONDITION for
+  // another.
+  absl::Status Snapshot(absl::string_view checkpoint_dir) override {
+    MutexLock lock(&mu_);
+    ++calls_;
+    snapshot_dir_ = std::string(checkpoint_dir);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<ShardFileInfo> WriteSnapshot(absl::string_view checkpoint_dir) override {
+    MutexLock lock(&mu_);
+    ++calls_;
+    if (snapshot_dir_ != checkpoint_dir) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no snapshot is pending for ", checkpoint_dir));
+    }
+    snapshot_dir_.clear();
+    return SavedFile();
+  }
   absl::Status WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
                          absl::Span<const std::string> patterns) override {
     MutexLock lock(&mu_);
@@ -216,6 +234,7 @@ class FakeParameterService final : public ParameterService {
   int replicas_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int64_t> commits_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> evictions_ ABSL_GUARDED_BY(mu_);  // the min_step of each Evict
+  std::string snapshot_dir_ ABSL_GUARDED_BY(mu_);        // of the pending Snapshot
 };
 
 // Echoes its arguments in the JobState it returns and records every call. Thread-safe.

@@ -71,6 +71,22 @@ class ParameterHandler final : public rpc::ParameterService::Service {
                     rpc::SaveReply* reply) override {
     return gate_->Serve(*ctx, [&] { return DoSave(*request, reply); });
   }
+  grpc::Status Snapshot(grpc::ServerContext* ctx, const rpc::SnapshotRequest* request,
+                        rpc::SnapshotReply* /*reply*/) override {
+    return gate_->Serve(*ctx, [&]() -> absl::Status {
+      RETURN_IF_ERROR(CheckName(request->checkpoint_dir(), "checkpoint_dir"));
+      return ps_->Snapshot(request->checkpoint_dir());
+    });
+  }
+  grpc::Status WriteSnapshot(grpc::ServerContext* ctx, const rpc::WriteSnapshotRequest* request,
+                             rpc::WriteSnapshotReply* reply) override {
+    return gate_->Serve(*ctx, [&]() -> absl::Status {
+      RETURN_IF_ERROR(CheckName(request->checkpoint_dir(), "checkpoint_dir"));
+      ASSIGN_OR_RETURN(ShardFileInfo info, ps_->WriteSnapshot(request->checkpoint_dir()));
+      ToProto(info, reply->mutable_file());
+      return absl::OkStatus();
+    });
+  }
   grpc::Status Restore(grpc::ServerContext* ctx, const rpc::RestoreRequest* request,
                        rpc::RestoreReply* /*reply*/) override {
     return gate_->Serve(*ctx, [&] { return DoRestore(*request); });
