@@ -811,8 +811,12 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
   // after waiting for a rollback); the other tasks learn it when they register.
   absl::Status status = options.predicting() ? CheckPredictionJob(options) : absl::OkStatus();
   if (!status.ok()) {
+    // The others learn the failure when they register, so wait for them a while (a loaded
+    // machine took over 5 s to start a worker: it then found no chief and was killed, instead of
+    // exiting 3).
     coordinator.Register(task, incarnation).IgnoreError();
-    coordinator.WaitForRegistration(absl::Seconds(5)).IgnoreError();
+    coordinator.WaitForRegistration(std::min(options.connect_deadline, absl::Seconds(20)))
+        .IgnoreError();
   }
   // Generations until one ends the job; a failed one is followed by another when the cluster
   // rolls back.
