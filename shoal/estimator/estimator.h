@@ -216,10 +216,18 @@ class Estimator {
   bool sync() const { return config_.run.sync_replicas > 0; }
   // Whether Train pulls the next batch during a step (run.pipeline_pull).
   bool PipelinePull() const;
+  // A model context of this model (graph and buffers of one training thread), seeded `seed`.
+  std::unique_ptr<ModelContext> NewModelContext(uint64_t seed) const;
+  // The suffix of an event file's name: keeps two writers of one process, or of two processes on
+  // one host (train, then evaluate), apart within the same second.
+  static std::string EventSuffix();
   // run.train_threads > 1: training thread `index` (>= 1) of a Train call, until `shared` says
   // stop, the input ends or it claims a step past `last_step` (0: none).
   struct TrainThreads;
   void TrainOnThread(int index, BatchSource& source, TrainThreads& shared, int64_t last_step);
+  // During such a Train, the global step with every thread's completed steps (call it while the
+  // pushes wait: SaveCheckpoint).
+  int64_t ThreadsGlobalStep() const;
   // Sync mode: waits (sync_wait_timeout at most) until every shard reaches `version`; returns the
   // lowest shard version then.
   absl::StatusOr<int64_t> WaitForSyncVersion(int64_t version);

@@ -1,0 +1,436 @@
+// Estimator::Train: the step loop, its hooks and the extra training threads of
+// run.train_threads (estimator.h has the contract).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "shoal/base/logging.h"
+#include "shoal/base/mutex.h"
+#include "shoal/base/status.h"
+#include "shoal/estimator/estimator.h"
+#include "shoal/nn/autodiff.h"
+
+namespace shoal {
+
+namespace {
+
+// The chief's checkpoint after training: a stage of a cluster job's completion protocol.
+absl::StatusOr<std::string> SaveFinalCheckpoint(Estimator& estimator) {
+  if (JobRole* role = estimator.config().role; role != nullptr) {
+    RETURN_IF_ERROR(role->CompletionStage("final checkpoint"));
+  }
+  ASSIGN_OR_RETURN(std::string path, estimator.SaveCheckpoint(), "completion: final checkpoint");
+  return path;
+}
+
+// run.train_threads > 1: the input, shared by the training threads (each Next hands one batch to
+// one thread).
+class LockedBatchSource final : public BatchSource {
+ public:
+  explicit LockedBatchSource(std::unique_ptr<BatchSource> source) : source_(std::move(source)) {}
+  absl::Status Next(FeatureBatch* batch) override {
+    MutexLock lock(&mu_);
+    return source_->Next(batch);
+  }
+  PipelineStats Stats() const override {
+    MutexLock lock(&mu_);
+    return source_->Stats();
+  }
+  int64_t epochs_completed() const override {
+    MutexLock lock(&mu_);
+    return source_->epochs_completed();
+  }
+  void BatchTrained(const FeatureBatch& batch) override {
+    MutexLock lock(&mu_);
+    source_->BatchTrained(batch);
+  }
+  absl::StatusOr<bool> Resume() override {
+    MutexLock lock(&mu_);
+    return source_->Resume();
+  }
+  absl::Status Flush() override {
+    MutexLock lock(&mu_);
+    return source_->Flush();
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::unique_ptr<BatchSource> source_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+// What the training threads of one Train call share (run.train_threads > 1). Step numbers are
+// claimed before a batch is read, so that max_steps is never overrun; the global step counts the
+// steps completed.
+struct Estimator::TrainThreads {
+  int64_t first_step = 0;             // the global step when Train began
+  std::atomic<int64_t> claimed{0};    // the last step number handed out
+  std::atomic<int64_t> completed{0};  // steps pushed, by every thread
+  std::atomic<int64_t> examples{0};   // their examples
+  std::atomic<bool> stop{false};
+  Mutex mu;
+  absl::Status failure ABSL_GUARDED_BY(mu);  // the first extra thread's error
+
+  // A step's push is applied; called under push_gate_ (shared), so that SaveCheckpoint, which
+  // holds it exclusively, reads the count of the updates the parameter servers hold.
+  void Completed(int64_t batch_size) {
+    examples += batch_size;
+    ++completed;
+  }
+  void Fail(absl::Status status) {
+    MutexLock lock(&mu);
+    if (failure.ok()) failure = std::move(status);
+    stop = true;
+  }
+};
+
+absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOptions& options) {
+  const absl::Time start = absl::Now();
+  if (options.steps < 0 || options.max_steps < 0) {
+    return absl::InvalidArgumentError("Train: steps and max_steps must be >= 0");
+  }
+  if (!input) return absl::InvalidArgumentError("Train: no input");
+
+  // Built-in hooks from RunConfig, then the caller's.
+  const RunConfig& run = config_.run;
+  if (train_events_ == nullptr && is_chief()) {
+    ASSIGN_OR_RETURN(train_events_, EventWriter::Create(fs_, run.model_dir, EventSuffix()));
+  }
+  LoggingHook logging(run.log_step_count_steps);
+  NanLossHook nan;
+  SummaryHook summary(train_events_.get(), run.log_step_count_steps);
+  CheckpointSaverHook saver(run.save_checkpoints_steps, run.save_checkpoints_secs);
+  std::vector<SessionRunHook*> hooks = {&nan, &logging};
+  if (is_chief()) {
+    hooks.push_back(&summary);
+    hooks.push_back(&saver);
+  }
+  hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());
+
+  RunContext context;
+  context.estimator = this;
+  context.mode = Mode::kTrain;
+  RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::Begin, context));
+  const std::map<std::string, int64_t> evicted_before = rows_evicted_;
+  RETURN_IF_ERROR(LoadLatest(/*allow_fresh=*/true));
+  evaluations_.clear();
+
+  TrainResult result;
+  int64_t last_step = 0;
+  if (options.max_steps > 0) last_step = options.max_steps;
+  if (options.steps > 0) {
+    const int64_t by_steps = global_step_ + options.steps;
+    last_step = last_step > 0 ? std::min(last_step, by_steps) : by_steps;
+  }
+  context.global_step = global_step_;
+  context.last_step = last_step;
+  if (last_step > 0 && global_step_ >= last_step) {
+    LOG(INFO) << "Global step " << global_step_ << " already reaches the last step " << last_step
+              << ": nothing to train";
+    result.global_step = global_step_;
+    result.stop_reason = "max_steps";
+    if (config_.role != nullptr) {
+      ASSIGN_OR_RETURN(const int64_t final_step, config_.role->FinishTraining(0));
+      if (is_chief()) global_step_ = std::max(global_step_, final_step);
+    }
+    if (is_chief()) {
+      ASSIGN_OR_RETURN(result.checkpoint, SaveFinalCheckpoint(*this));
+    }
+    result.global_step = global_step_;
+    result.rows_evicted = RowsEvictedSince(evicted_before);
+    return result;
+  }
+  RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::AfterCreateSession, context));
+
+  ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source, input());
+  const int threads = config_.run.train_threads;
+  if (threads > 1) source = std::make_unique<LockedBatchSource>(std::move(source));
+  current_input_ = source.get();
+  FeatureBatch batch;
+  ModelContext& ctx = *context_;
+  absl::Status failure;
+  // run.train_threads > 1: threads 1..N-1 train beside this one (TrainOnThread); this thread keeps
+  // running the hooks, so checkpoints and logs come from here.
+  TrainThreads shared;
+  shared.first_step = global_step_;
+  shared.claimed = global_step_;
+  if (threads > 1) active_threads_ = &shared;
+  std::vector<std::jthread> extra_threads;
+  for (int k = 1; k < threads; ++k) {
+    extra_threads.emplace_back(
+        [this, k, &source, &shared, last_step] { TrainOnThread(k, *source, shared, last_step); });
+  }
+  absl::Cleanup stop_threads = [&] {
+    shared.stop = true;
+    extra_threads.clear();
+    active_threads_ = nullptr;
+  };
+  if (threads > 1) {
+    LOG(INFO) << "Training on " << threads << " threads (run.train_threads): asynchronous updates";
+  }
+  // Pipelined pulls (run.pipeline_pull): while step t computes and pushes, a helper thread reads
+  // batch t + 1 and makes its LookupMany. It is joined before the step's AfterRun hooks, so hooks
+  // (checkpoints, evaluations) never run beside it.
+  const bool pipeline = PipelinePull();
+  PreparedStep prepared;
+  struct Lookahead {
+    FeatureBatch batch;
+    PreparedStep prepared;
+    absl::Status next;     // of source->Next
+    absl::Status prepare;  // of ctx.Prepare
+    std::jthread thread;
+    bool ready = false;
+  } ahead;
+  const auto start_lookahead = [&] {
+    ahead.ready = true;
+    ahead.thread = std::jthread([&, step = global_step_] {
+      ahead.next = source->Next(&ahead.batch);
+      if (!ahead.next.ok()) return;
+      ahead.prepare = ctx.Prepare(ahead.batch, Mode::kTrain, step, client_.get(), &ahead.prepared);
+    });
+  };
+  const auto join_lookahead = [&] {
+    if (ahead.thread.joinable()) ahead.thread.join();
+  };
+  if (pipeline) LOG(INFO) << "Pipelined pulls: the next batch is pulled while a step computes";
+  // Sync mode: the last step this trainer committed (0: none yet), and the global step the role
+  // last heard of (-1: none yet; the chief reports the versions in between).
+  int64_t committed = 0;
+  int64_t reported = -1;
+  while (true) {
+    if (sync()) {
+      // The global step is the parameter servers' version; other trainers may have moved it on.
+      absl::StatusOr<int64_t> version = WaitForSyncVersion(committed);
+      if (!version.ok()) {
+        failure = AnnotateCat(version.status(), "training step ", committed + 1);
+        break;
+      }
+      global_step_ = *version;
+      if (reported < 0) reported = global_step_;
+      context.global_step = global_step_;
+    }
+    if (last_step > 0 && global_step_ >= last_step) {
+      result.stop_reason =
+          options.max_steps > 0 && global_step_ >= options.max_steps ? "max_steps" : "steps";
+      break;
+    }
+    if (threads > 1 && shared.stop) break;  // another training thread failed
+    // The update this step pushes: the next global step; with several training threads, the next
+    // step number none of them has claimed.
+    const int64_t step = threads > 1 ? shared.claimed.fetch_add(1) + 1 : global_step_ + 1;
+    if (last_step > 0 && step > last_step) {
+      result.stop_reason =
+          options.max_steps > 0 && step > options.max_steps ? "max_steps" : "steps";
+      break;
+    }
+    absl::Status next;
+    absl::Status prepare;
+    if (ahead.ready) {
+      join_lookahead();
+      ahead.ready = false;
+      std::swap(batch, ahead.batch);
+      std::swap(prepared, ahead.prepared);
+      next = ahead.next;
+      prepare = ahead.prepare;
+    } else {
+      next = source->Next(&batch);
+      if (next.ok()) {
+        prepare = ctx.Prepare(batch, Mode::kTrain, global_step_, client_.get(), &prepared);
+      }
+    }
+    if (absl::IsOutOfRange(next)) {
+      // Every batch handed out is trained: leased input may go on (a task came back).
+      absl::StatusOr<bool> more = source->Resume();
+      if (!more.ok()) {
+        failure = more.status();
+        break;
+      }
+      if (*more) continue;
+      result.stop_reason = "input exhausted";
+      break;
+    }
+    if (!next.ok()) {
+      failure = next;
+      break;
+    }
+    context.batch_size = batch.batch_size;
+    failure = RunHooks(hooks, &SessionRunHook::BeforeRun, context);
+    if (!failure.ok()) break;
+
+    failure = [&]() -> absl::Status {
+      RETURN_IF_ERROR(prepare);
+      ctx.BeginPreparedStep(batch, client_.get(), &prepared);
+      if (pipeline && (last_step == 0 || step < last_step)) start_lookahead();
+      absl::StatusOr<EstimatorSpec> spec =
+          config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);
+      RETURN_IF_ERROR(ctx.status());
+      RETURN_IF_ERROR(spec.status());
+      RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
+      nn::Backward(spec->loss);
+      {
+        ReaderMutexLock gate(&push_gate_);
+        RETURN_IF_ERROR(ctx.PushGradients(step));
+        if (threads > 1) shared.Completed(batch.batch_size);
+      }
+      if (sync()) RETURN_IF_ERROR_CTX(client_->CommitStep(step), "committing the step");
+      context.loss = spec->loss->value[0];
+      return absl::OkStatus();
+    }();
+    ctx.EndStep();
+    join_lookahead();
+    if (!failure.ok()) {
+      failure = AnnotateCat(failure, "training step ", step);
+      break;
+    }
+    if (config_.role != nullptr) {
+      absl::StatusOr<StepReply> reply = config_.role->AdvanceStep(sync() ? step - reported : 1);
+      if (!reply.ok()) {
+        failure = reply.status();
+        break;
+      }
+      global_step_ = sync() ? step : reply->global_step;
+      reported = step;
+      if (reply->stop) {
+        context.RequestStop(reply->stop_reason);
+      }
+    } else if (threads > 1) {
+      global_step_ = shared.first_step + shared.completed;  // every thread's steps so far
+    } else {
+      global_step_ = step;
+    }
+    source->BatchTrained(batch);
+    committed = step;
+    ++result.steps;
+    result.examples += batch.batch_size;
+    context.global_step = global_step_;
+    context.examples = threads > 1 ? shared.examples.load() : result.examples;
+    failure = RunHooks(hooks, &SessionRunHook::AfterRun, context);
+    if (!failure.ok()) break;
+    if (context.stop_requested) {
+      result.stop_reason = context.stop_reason;
+      break;
+    }
+  }
+  if (threads > 1) {
+    // The other threads end their step in progress; their steps and examples count as this
+    // Train's.
+    std::move(stop_threads).Invoke();  // joins
+    active_threads_ = nullptr;
+    MutexLock lock(&shared.mu);
+    if (failure.ok() && !shared.failure.ok()) failure = shared.failure;
+    result.steps = shared.completed;
+    result.examples = shared.examples;
+    global_step_ = shared.first_step + result.steps;
+    context.global_step = global_step_;
+    context.examples = result.examples;
+  }
+  if (failure.ok()) failure = AnnotateCat(source->Flush(), "training input");
+  result.epochs_completed = source->epochs_completed();
+  current_input_ = nullptr;
+  if (!failure.ok()) {
+    // Keep what was trained: a later run resumes from the last saved checkpoint, as after a
+    // crash; nothing half-applied is saved.
+    return failure;
+  }
+  if (sync() && committed > 0) {
+    // This trainer's last update is applied (with the other trainers' part of it) before it
+    // reports done; the version may be later when others trained on.
+    ASSIGN_OR_RETURN(global_step_, WaitForSyncVersion(committed), "finishing training");
+    context.global_step = global_step_;
+  }
+  if (config_.role != nullptr) {
+    // Chief: the other trainers' last updates are in before the final checkpoint.
+    ASSIGN_OR_RETURN(const int64_t final_step, config_.role->FinishTraining(result.examples));
+    result.job_examples = config_.role->JobExamples();
+    result.job_epochs_completed = config_.role->JobEpochsCompleted();
+    if (is_chief() && sync()) {
+      // The global step is the version the trainers left the parameter servers at.
+      ASSIGN_OR_RETURN(global_step_, WaitForSyncVersion(global_step_), "finishing training");
+    } else if (is_chief()) {
+      global_step_ = std::max(global_step_, final_step);
+    }
+  }
+  if (is_chief()) {
+    ASSIGN_OR_RETURN(result.checkpoint, SaveFinalCheckpoint(*this));
+  }
+  RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::End, context));
+  result.global_step = global_step_;
+  result.last_loss = context.loss;
+  result.rows_evicted = RowsEvictedSince(evicted_before);
+  result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  LOG(INFO) << "Training stopped (" << result.stop_reason << ") at global step " << global_step_
+            << " after " << result.steps << " steps, " << result.examples << " examples in "
+            << absl::StrFormat("%.1f", result.seconds) << " s";
+  return result;
+}
+
+int64_t Estimator::ThreadsGlobalStep() const {
+  return active_threads_->first_step + active_threads_->completed;
+}
+
+void Estimator::TrainOnThread(int index, BatchSource& source, TrainThreads& shared,
+                              int64_t last_step) {
+  // Its own model context (graph and buffers; the seed differs so that dropout masks do), the
+  // same parameter servers and input.
+  std::unique_ptr<ModelContext> context =
+      NewModelContext(config_.run.seed + static_cast<uint64_t>(index));
+  ModelContext& ctx = *context;
+  FeatureBatch batch;
+  PreparedStep prepared;
+  while (!shared.stop) {
+    const int64_t step = shared.claimed.fetch_add(1) + 1;
+    if (last_step > 0 && step > last_step) return;
+    absl::Status next = source.Next(&batch);
+    if (absl::IsOutOfRange(next)) return;  // the main thread sees the end too and stops
+    absl::Status status = [&]() -> absl::Status {
+      RETURN_IF_ERROR(next);
+      RETURN_IF_ERROR(ctx.Prepare(batch, Mode::kTrain, step, client_.get(), &prepared));
+      ctx.BeginPreparedStep(batch, client_.get(), &prepared);
+      absl::StatusOr<EstimatorSpec> spec =
+          config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);
+      RETURN_IF_ERROR(ctx.status());
+      RETURN_IF_ERROR(spec.status());
+      RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
+      const float loss = spec->loss->value[0];
+      if (!std::isfinite(loss)) {
+        // NanLossHook's check, for the steps the hooks do not see.
+        return absl::InvalidArgumentError(
+            absl::StrCat("the loss is ", loss,
+                         " (NaN loss during training): lower the learning rate or check "
+                         "the input for bad values"));
+      }
+      nn::Backward(spec->loss);
+      ReaderMutexLock gate(&push_gate_);
+      RETURN_IF_ERROR(ctx.PushGradients(step));
+      shared.Completed(batch.batch_size);
+      return absl::OkStatus();
+    }();
+    ctx.EndStep();
+    if (!status.ok()) {
+      shared.Fail(AnnotateCat(status, "training step ", step, " (training thread ", index, ")"));
+      return;
+    }
+  }
+}
+
+bool Estimator::PipelinePull() const {
+  if (config_.run.pipeline_pull == "on") return true;
+  if (config_.run.pipeline_pull == "off") return false;
+  // auto: asynchronous cluster trainers of models with embedding tables, whose pull is large and
+  // for which reading one step behind costs little. A dense-only model loses accuracy from it
+  // (Fashion-MNIST's MLP with Adam: 0.869 -> 0.852) and has a small pull to hide.
+  return config_.role != nullptr && !sync() && !spec_.tables.empty();
+}
+
+}  // namespace shoal
