@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/coordinator/coordinator.h"
+#include "shoal/coordinator/coordinator_test_util.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/worker/parameter_client.h"
@@ -48,15 +49,6 @@ ModelSpec CountingSpec() {
   return spec;
 }
 
-ClusterSpec Spec() {
-  ClusterSpec spec;
-  spec.chief = {"chief:1"};
-  for (int i = 0; i < kWorkers; ++i) spec.worker.push_back(absl::StrCat("w", i, ":1"));
-  for (int i = 0; i < kShards; ++i) spec.ps.push_back(absl::StrCat("p", i, ":1"));
-  spec.task = {.role = TaskRole::kChief, .index = 0};
-  return spec;
-}
-
 TEST(ConsistentCheckpointTest, EveryCheckpointHasEveryShardAtTheHoldsGlobalStep) {
   FileSystems fs;
   ASSERT_TRUE(RegisterBuiltinFileSystems(fs).ok());
@@ -76,7 +68,7 @@ TEST(ConsistentCheckpointTest, EveryCheckpointHasEveryShardAtTheHoldsGlobalStep)
   }
   ParameterClient chief(shards);
   ASSERT_TRUE(chief.Initialize(spec).ok());
-  Coordinator coordinator({.cluster = Spec()});
+  Coordinator coordinator({.cluster = coordinator_test::MakeSpec(kWorkers, kShards)});
   const TaskId chief_task{.role = TaskRole::kChief, .index = 0};
   ASSERT_TRUE(coordinator.Register(chief_task, kIncarnation).ok());
   for (int k = 0; k < kShards; ++k) {

@@ -39,13 +39,7 @@ using ::testing::HasSubstr;
 class EstimatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = JoinPath(::testing::TempDir(),
-                    absl::StrCat("estimator_test_",
-                                 ::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    FileSystem& fs = **fs_.For(dir_);
-    if (fs.FileExists(dir_).value_or(false)) {
-      ASSERT_TRUE(fs.DeleteRecursively(dir_).ok());
-    }
+    dir_ = test::FreshTestDir(fs_, "estimator_test_");
     train_ = MakeExamples(2000, 1);
     eval_ = MakeExamples(1000, 2);
   }

@@ -13,6 +13,8 @@
 #include "gtest/gtest.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/models.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/io/path.h"
 #include "shoal/tensor/random.h"
 
 namespace shoal {
@@ -117,6 +119,19 @@ inline InputFn Input(const std::vector<Example>& examples, int64_t batch_size, i
   return [batches, epochs]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
     return std::make_unique<VectorSource>(batches, epochs);
   };
+}
+
+// A directory for the running test, `prefix` + the test's name under the test temp dir, emptied
+// of what an earlier run left.
+inline std::string FreshTestDir(FileSystems& fs, const std::string& prefix) {
+  const std::string dir =
+      JoinPath(::testing::TempDir(),
+               prefix + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  FileSystem& files = **fs.For(dir);
+  if (files.FileExists(dir).value_or(false)) {
+    EXPECT_TRUE(files.DeleteRecursively(dir).ok()) << dir;
+  }
+  return dir;
 }
 
 // The premade model `type` (models.h) on Layout(), checkpoints only at the end.

@@ -26,15 +26,7 @@ using test::MakeExamples;
 
 class TrainThreadsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = JoinPath(::testing::TempDir(),
-                    absl::StrCat("train_threads_test_",
-                                 ::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    FileSystem& fs = **fs_.For(dir_);
-    if (fs.FileExists(dir_).value_or(false)) {
-      ASSERT_TRUE(fs.DeleteRecursively(dir_).ok());
-    }
-  }
+  void SetUp() override { dir_ = test::FreshTestDir(fs_, "train_threads_test_"); }
 
   std::unique_ptr<Estimator> Make(EstimatorConfig config) {
     absl::StatusOr<std::unique_ptr<Estimator>> estimator = Estimator::Create(fs_, config);
