@@ -103,6 +103,33 @@ absl::StatusOr<InputPlan> PlanInput(FileSystems& fs, const InputConfig& input) {
 
 }  // namespace
 
+absl::StatusOr<InputConfig> InputAsRead(FileSystems& fs, const std::string& label,
+                                        const InputConfig& input, bool require_label) {
+  // Prediction input may lack the label column that the declared schema lists (the schema is
+  // usually shared with the training input): drop it when the CSV header does not name it.
+  InputConfig effective = input;
+  if (!require_label && !label.empty() && input.header &&
+      (input.format == "csv" || input.format == "tsv")) {
+    ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFiles(fs, input.files));
+    ASSIGN_OR_RETURN(const std::vector<std::string> header,
+                     ReadCsvHeader(fs, files.front(), input.format == "tsv" ? '\t' : ','));
+    if (std::find(header.begin(), header.end(), label) == header.end()) {
+      std::vector<ColumnSpec>& declared = effective.schema.columns;
+      declared.erase(std::remove_if(declared.begin(), declared.end(),
+                                    [&](const ColumnSpec& c) { return c.name == label; }),
+                     declared.end());
+    }
+  }
+  return effective;
+}
+
+FeatureColumns ColumnsAsRead(const FeatureColumns& columns, const Schema& schema,
+                             bool require_label) {
+  FeatureColumns used = columns;
+  if (!require_label && schema.IndexOf(used.label.source) < 0) used.label.source.clear();
+  return used;
+}
+
 absl::StatusOr<Schema> InputSchema(FileSystems& fs, const InputConfig& input) {
   ASSIGN_OR_RETURN(const InputPlan plan, PlanInput(fs, input));
   return plan.parser->schema();
@@ -121,31 +148,15 @@ absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& 
                                                                    const Options& options) {
   const HoldoutOptions holdout = input.Holdout();
   RETURN_IF_ERROR_CTX(ValidateHoldoutOptions(holdout), name);
-  // Prediction input may lack the label column that the declared schema lists (the schema is
-  // usually shared with the training input): drop it when the CSV header does not name it.
-  InputConfig effective = input;
-  const std::string& label = columns.label.source;
-  if (!options.require_label && !label.empty() && input.header &&
-      (input.format == "csv" || input.format == "tsv")) {
-    ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFiles(fs, input.files), name);
-    ASSIGN_OR_RETURN(const std::vector<std::string> header,
-                     ReadCsvHeader(fs, files.front(), input.format == "tsv" ? '\t' : ','), name);
-    if (std::find(header.begin(), header.end(), label) == header.end()) {
-      std::vector<ColumnSpec>& declared = effective.schema.columns;
-      declared.erase(std::remove_if(declared.begin(), declared.end(),
-                                    [&](const ColumnSpec& c) { return c.name == label; }),
-                     declared.end());
-    }
-  }
-  ASSIGN_OR_RETURN(InputPlan plan, PlanInput(fs, effective), name);
-  const Schema& schema = plan.parser->schema();
-
-  FeatureColumns used = columns;
-  if (options.require_label && used.label.source.empty()) {
+  if (options.require_label && columns.label.source.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": features.label is not set; training and evaluation need a label"));
   }
-  if (!options.require_label && schema.IndexOf(used.label.source) < 0) used.label.source.clear();
+  ASSIGN_OR_RETURN(const InputConfig effective,
+                   InputAsRead(fs, columns.label.source, input, options.require_label), name);
+  ASSIGN_OR_RETURN(InputPlan plan, PlanInput(fs, effective), name);
+  const Schema& schema = plan.parser->schema();
+  const FeatureColumns used = ColumnsAsRead(columns, schema, options.require_label);
   ASSIGN_OR_RETURN(FeatureSet features, FeatureSet::Create(used, schema, fs), name);
   std::vector<std::pair<std::string, int>> passthrough;
   for (const std::string& column : options.passthrough) {

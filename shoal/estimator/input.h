@@ -49,6 +49,16 @@ namespace shoal {
 // so it fails as FeatureInput::Create would on the data side.
 absl::StatusOr<Schema> InputSchema(FileSystems& fs, const InputConfig& input);
 
+// `input` as FeatureInput::Create reads it: without `require_label` (prediction), the `label`
+// column is dropped from a declared schema when the CSV/TSV header does not name it.
+absl::StatusOr<InputConfig> InputAsRead(FileSystems& fs, const std::string& label,
+                                        const InputConfig& input, bool require_label);
+
+// `columns` as FeatureInput::Create applies them to `schema`: without `require_label`, a label
+// the schema lacks is not read (batches have empty labels).
+FeatureColumns ColumnsAsRead(const FeatureColumns& columns, const Schema& schema,
+                             bool require_label);
+
 class FeatureInput {
  public:
   struct Options {

@@ -107,14 +107,29 @@ FeatureLayout LayoutOf(const FeatureSet& features) {
 absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs, const JobConfig& job,
                                                        const ModelRegistry& models) {
   const bool has_train = !job.train_input.files.empty();
-  const InputConfig& input = has_train ? job.train_input : job.eval_input;
-  const char* name = has_train ? "input.train" : "input.eval";
-  if (input.files.empty()) {
+  if (!has_train && job.eval_input.files.empty()) {
     return absl::InvalidArgumentError(
         "the config has neither input.train nor input.eval: nothing defines the model's input");
   }
-  ASSIGN_OR_RETURN(Schema schema, InputSchema(fs, input), name);
-  ASSIGN_OR_RETURN(FeatureSet features, FeatureSet::Create(job.features, schema, fs), name);
+  return EstimatorConfigFromJob(fs, job, models,
+                                {.input = has_train ? job.train_input : job.eval_input,
+                                 .name = has_train ? "input.train" : "input.eval",
+                                 .require_label = true});
+}
+
+absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs, const JobConfig& job,
+                                                       const ModelRegistry& models,
+                                                       const LayoutInput& layout) {
+  const InputConfig& input = layout.input;
+  const std::string& name = layout.name;
+  if (input.files.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": no files"));
+  ASSIGN_OR_RETURN(const InputConfig as_read,
+                   InputAsRead(fs, job.features.label.source, input, layout.require_label), name);
+  ASSIGN_OR_RETURN(Schema schema, InputSchema(fs, as_read), name);
+  ASSIGN_OR_RETURN(
+      FeatureSet features,
+      FeatureSet::Create(ColumnsAsRead(job.features, schema, layout.require_label), schema, fs),
+      name);
   ASSIGN_OR_RETURN(const ModelFn* model_fn, models.Find(job.model.type), job.path, ": model.type");
 
   EstimatorConfig config;

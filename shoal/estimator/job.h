@@ -31,6 +31,22 @@ namespace shoal {
                                                                      const JobConfig& job,
                                                                      const ModelRegistry& models);
 
+// The input whose schema defines the model's feature layout. Evaluating and predicting read only
+// the input being scored and the model_dir (the training data may be on another machine, or
+// gone): their layout comes from that input, which must have the columns the feature columns
+// read, of the same types as in training.
+struct LayoutInput {
+  InputConfig input;
+  std::string name;           // in errors, e.g. "input.predict"
+  bool require_label = true;  // false for prediction: the input may lack the label column
+};
+
+// As above, with the layout of `layout`'s schema instead of the train input's.
+[[nodiscard]] absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs,
+                                                                     const JobConfig& job,
+                                                                     const ModelRegistry& models,
+                                                                     const LayoutInput& layout);
+
 // Opens `input` (named `name` in errors, e.g. "input.eval") from its start on each call.
 InputFn InputFromConfig(FileSystems& fs, const FeatureColumns& columns, const InputConfig& input,
                         std::string name, const FeatureInput::Options& options = {});

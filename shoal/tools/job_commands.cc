@@ -29,19 +29,33 @@ struct Job {
   std::unique_ptr<Estimator> estimator;
 };
 
-absl::StatusOr<Job> LoadJob(const JobCommandOptions& options) {
+absl::StatusOr<JobConfig> LoadConfig(const JobCommandOptions& options) {
   FileSystems& fs = DefaultFileSystems();
   for (const std::string& plugin : options.plugins) {
     RETURN_IF_ERROR(LoadModelPlugin(plugin, &GlobalModelRegistry()));
   }
   std::vector<std::string> overrides = options.overrides;
   if (!options.model_dir.empty()) overrides.push_back("model_dir=" + options.model_dir);
+  return LoadJobConfig(fs, options.config, overrides);
+}
+
+// The job's Estimator, its feature layout from `layout` (the input the command reads) or, without
+// one, from the train input (train, export).
+absl::StatusOr<Job> CreateJob(JobConfig config, const LayoutInput* layout) {
+  FileSystems& fs = DefaultFileSystems();
   Job job;
-  ASSIGN_OR_RETURN(job.config, LoadJobConfig(fs, options.config, overrides));
-  ASSIGN_OR_RETURN(EstimatorConfig config,
-                   EstimatorConfigFromJob(fs, job.config, GlobalModelRegistry()));
-  ASSIGN_OR_RETURN(job.estimator, Estimator::Create(fs, std::move(config)));
+  job.config = std::move(config);
+  ASSIGN_OR_RETURN(EstimatorConfig estimator,
+                   layout == nullptr
+                       ? EstimatorConfigFromJob(fs, job.config, GlobalModelRegistry())
+                       : EstimatorConfigFromJob(fs, job.config, GlobalModelRegistry(), *layout));
+  ASSIGN_OR_RETURN(job.estimator, Estimator::Create(fs, std::move(estimator)));
   return job;
+}
+
+absl::StatusOr<Job> LoadJob(const JobCommandOptions& options) {
+  ASSIGN_OR_RETURN(JobConfig config, LoadConfig(options));
+  return CreateJob(std::move(config), nullptr);
 }
 
 void PrintMetrics(const std::map<std::string, double>& metrics, std::ostream& out) {
@@ -73,12 +87,14 @@ absl::Status RunTrainCommand(const JobCommandOptions& options, std::ostream& out
 }
 
 absl::Status RunEvaluateCommand(const JobCommandOptions& options, std::ostream& out) {
-  ASSIGN_OR_RETURN(Job job, LoadJob(options));
-  FileSystems& fs = DefaultFileSystems();
-  if (job.config.eval_input.files.empty()) {
+  ASSIGN_OR_RETURN(JobConfig config, LoadConfig(options));
+  if (config.eval_input.files.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(options.config, ": input.eval is not set: nothing to evaluate on"));
   }
+  const LayoutInput layout{.input = config.eval_input, .name = "input.eval"};
+  ASSIGN_OR_RETURN(Job job, CreateJob(std::move(config), &layout));
+  FileSystems& fs = DefaultFileSystems();
   EvalOptions eval;
   eval.steps = options.eval_steps >= 0 ? options.eval_steps : job.config.eval.steps;
   ASSIGN_OR_RETURN(
@@ -151,10 +167,11 @@ absl::Status PredictIntoDirectory(Job& job, const InputConfig& input,
 }  // namespace
 
 absl::Status RunPredictCommand(const JobCommandOptions& options, std::ostream& out) {
-  ASSIGN_OR_RETURN(Job job, LoadJob(options));
+  ASSIGN_OR_RETURN(JobConfig config, LoadConfig(options));
+  ASSIGN_OR_RETURN(const InputConfig input, PredictionInputFromJob(config, options.predict_inputs));
+  const LayoutInput layout{.input = input, .name = "input.predict", .require_label = false};
+  ASSIGN_OR_RETURN(Job job, CreateJob(std::move(config), &layout));
   FileSystems& fs = DefaultFileSystems();
-  ASSIGN_OR_RETURN(const InputConfig input,
-                   PredictionInputFromJob(job.config, options.predict_inputs));
   FeatureInput::Options reader;
   reader.require_label = false;
   reader.passthrough = options.passthrough;

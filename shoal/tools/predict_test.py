@@ -148,6 +148,31 @@ def test_a_cluster_scores_every_row_exactly_once_with_a_worker_killed(trained, t
         server.stop()
 
 
+def test_scoring_and_evaluating_need_no_training_data(trained, tmp_path):
+    """Regression: predict and evaluate opened the *training* input for the model's layout, so a
+    model could not be scored where its training data is absent (another machine, data deleted).
+    They read only the model_dir and the input they score, in one process and on a cluster."""
+    job, path, expected = trained
+    gone = ["--set", "input.train.files=[/nonexistent/train-*.csv]"]
+    single = tmp_path / "single.jsonl"
+    out = run("predict", job.config, *gone, "--input", path, "--output", single,
+              "--passthrough", "id")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert_same_scores(scores_by_id([single]), expected)
+
+    out = run("evaluate", job.config, *gone)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "evaluation of" in out.stdout and "/nonexistent" not in out.stderr, out.stderr[-2000:]
+
+    out_dir = tmp_path / "cluster"
+    out = run("launch", job.config, *gone, "--ps", "1", "--workers", "1",
+              "--predict-input", path, "--predict-output", out_dir, "--passthrough", "id",
+              "--set", "input.eval.split_bytes=500000")
+    assert out.returncode == 0, (out.stdout + out.stderr)[-5000:]
+    _, got = read_output(out_dir)
+    assert_same_scores(got, expected)
+
+
 def test_a_cluster_prediction_without_a_checkpoint_fails_clearly(tmp_path):
     job = write_job(tmp_path / "job", tmp_path / "model")
     out = run("launch", job.config, "--ps", "1", "--workers", "1",
