@@ -340,21 +340,15 @@ class SyncReplicasKeeper {
   std::thread thread_;
 };
 
-// Connections to every PS shard, in shard order.
-struct PsStubs {
-  std::vector<std::unique_ptr<GrpcParameterService>> stubs;
-  std::vector<ParameterService*> shards;
-};
-
-absl::StatusOr<PsStubs> ConnectPs(const MemberOptions& options) {
-  PsStubs ps;
-  for (int k = 0; k < static_cast<int>(options.cluster.ps.size()); ++k) {
-    ASSIGN_OR_RETURN(std::shared_ptr<GrpcChannel> channel,
-                     Connect(ConnectTo(options, TaskId{TaskRole::kPs, k})));
-    ps.stubs.push_back(std::make_unique<GrpcParameterService>(channel));
-    ps.shards.push_back(ps.stubs.back().get());
-  }
-  return ps;
+// A trainer's Estimator config: the feature layout of the train input, or, in a prediction, of
+// the input being scored (a prediction needs no training data).
+absl::StatusOr<EstimatorConfig> MemberEstimatorConfig(const MemberOptions& options) {
+  FileSystems& fs = DefaultFileSystems();
+  if (!options.predicting()) return EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry());
+  ASSIGN_OR_RETURN(const InputConfig input,
+                   PredictionInputFromJob(options.job, options.predict_input));
+  return EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry(),
+                                {.input = input, .name = "input.predict", .require_label = false});
 }
 
 // The size of every file of `input`, summed.
@@ -466,16 +460,20 @@ absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorS
                                   uint64_t incarnation) {
   FileSystems& fs = DefaultFileSystems();
   const TaskId task = options.cluster.task;
-  RETURN_IF_ERROR(RegisterTask(&coordinator, task, incarnation, options).status());
+  ASSIGN_OR_RETURN(const JobState registered,
+                   RegisterTask(&coordinator, task, incarnation, options));
+  // The chief may have failed the job before this worker started (a prediction without a
+  // checkpoint): nothing to do but exit with its failure.
+  if (registered.phase == JobPhase::kFailed) return JobFailedError(registered.message);
+  if (registered.phase == JobPhase::kDone) return absl::OkStatus();
   // Heart-beats while training. Stopped before WaitForJobEnd, whose own heartbeats are the ones
   // that act on the reply: the chief waits for every task's first heartbeat after the job's end.
   std::optional<Heartbeater> heartbeat;
   heartbeat.emplace(&coordinator, task, incarnation, options.heartbeat_interval);
-  ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options));
+  ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options, &*heartbeat));
 
   ClusterRole role(&coordinator, nullptr, task, incarnation, options);
-  ASSIGN_OR_RETURN(EstimatorConfig config,
-                   EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry()));
+  ASSIGN_OR_RETURN(EstimatorConfig config, MemberEstimatorConfig(options));
   config.parameter_shards = ps.shards;
   config.role = &role;
   ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator, Estimator::Create(fs, std::move(config)));
@@ -727,7 +725,7 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
     generation = coordinator.CheckForFailures();
     RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
     Heartbeater heartbeat(&coordinator, task, incarnation, options.heartbeat_interval);
-    ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options));
+    ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options, /*watch=*/nullptr));
     ASSIGN_OR_RETURN(generation, coordinator.WaitForCluster(options.connect_deadline),
                      "chief: before loading the model");
     std::unique_ptr<SyncReplicasKeeper> sync_keeper;
@@ -737,8 +735,7 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
           options.connect_deadline);
     }
     ClusterRole role(&coordinator, &coordinator, task, incarnation, options, generation);
-    ASSIGN_OR_RETURN(EstimatorConfig config,
-                     EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry()));
+    ASSIGN_OR_RETURN(EstimatorConfig config, MemberEstimatorConfig(options));
     config.parameter_shards = ps.shards;
     config.role = &role;
     ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "shoal/base/test_dir.h"
 
 namespace shoal {
 namespace {
@@ -41,7 +42,8 @@ TEST(LocalLauncherTest, RunsTheChiefAndReturnsItsExitCode) {
   options.binary = "/bin/sh";
   // `sh run` would try to open a file named "run": use -c via run_args after "run"? posix sh
   // treats the first operand as the script, so write one.
-  const std::string script = ::testing::TempDir() + "/launcher_test_script.sh";
+  const std::string root = NewTestDir("local_launcher_test");
+  const std::string script = root + "/launcher_test_script.sh";
   FILE* f = std::fopen(script.c_str(), "w");
   ASSERT_NE(f, nullptr);
   std::fputs(
@@ -51,7 +53,7 @@ TEST(LocalLauncherTest, RunsTheChiefAndReturnsItsExitCode) {
       f);
   std::fclose(f);
   // The launcher runs `<binary> run <run_args...>`; make "run" the script via a symlink name.
-  const std::string dir = ::testing::TempDir() + "/launcher_test_dir";
+  const std::string dir = root + "/launcher_test_dir";
   std::string cmd = "mkdir -p " + dir + " && cp " + script + " " + dir + "/run";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   ASSERT_EQ(chdir(dir.c_str()), 0);

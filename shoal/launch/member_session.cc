@@ -38,6 +38,38 @@ ConnectOptions ConnectTo(const MemberOptions& options, const TaskId& task) {
   return connect;
 }
 
+absl::StatusOr<PsStubs> ConnectPs(const MemberOptions& options, const Heartbeater* watch) {
+  PsStubs ps;
+  const absl::Time deadline = absl::Now() + options.connect_deadline;
+  for (int k = 0; k < static_cast<int>(options.cluster.ps.size()); ++k) {
+    const ConnectOptions connect = ConnectTo(options, TaskId{TaskRole::kPs, k});
+    std::shared_ptr<GrpcChannel> channel;
+    while (channel == nullptr) {
+      ConnectOptions slice = connect;
+      const absl::Duration left = std::max(deadline - absl::Now(), absl::Milliseconds(1));
+      slice.connect_deadline = watch != nullptr ? std::min(left, absl::Seconds(1)) : left;
+      absl::StatusOr<std::shared_ptr<GrpcChannel>> connected = Connect(slice);
+      if (connected.ok()) {
+        channel = *std::move(connected);
+        break;
+      }
+      if (!absl::IsDeadlineExceeded(connected.status())) return connected.status();
+      if (absl::Now() >= deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat(connect.peer, " at ", connect.address, " did not answer within ",
+                         absl::FormatDuration(options.connect_deadline)));
+      }
+      if (std::optional<absl::Status> ended = watch->JobEnded(); ended.has_value()) {
+        if (!ended->ok()) return *ended;
+        return absl::AbortedError(absl::StrCat("the job ended while connecting to ", connect.peer));
+      }
+    }
+    ps.stubs.push_back(std::make_unique<GrpcParameterService>(std::move(channel)));
+    ps.shards.push_back(ps.stubs.back().get());
+  }
+  return ps;
+}
+
 absl::Duration CoordinatorLossLimit(const MemberOptions& options) {
   return std::max(options.heartbeat_timeout, options.connect_deadline);
 }

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -18,6 +20,7 @@
 #include "shoal/rpc/coordinator_service.h"
 #include "shoal/rpc/grpc/grpc_channel.h"
 #include "shoal/rpc/grpc/grpc_coordinator_service.h"
+#include "shoal/rpc/grpc/grpc_parameter_service.h"
 #include "shoal/rpc/grpc/grpc_server.h"
 
 namespace shoal {
@@ -25,7 +28,9 @@ namespace shoal {
 // A random non-zero incarnation for this process (or for a worker's next life).
 uint64_t NewIncarnation();
 
-// Heart-beats in the background (the reply is not used) until destroyed.
+// Heart-beats in the background until destroyed, and remembers whether a reply said the job
+// ended: a member blocked in a long wait (connecting to a PS that already exited) polls JobEnded
+// to learn that the chief failed the job instead of waiting out its own deadline.
 class Heartbeater {
  public:
   Heartbeater(CoordinatorService* coordinator, TaskId task, uint64_t incarnation,
@@ -42,13 +47,24 @@ class Heartbeater {
     thread_.join();
   }
 
+  // Once a heartbeat's reply said the job ended: JobFailedError (the chief's message) for a
+  // failed job, OK for a finished one. nullopt while the job runs (or no reply came yet).
+  std::optional<absl::Status> JobEnded() const {
+    MutexLock lock(&mu_);
+    return ended_;
+  }
+
  private:
   void Loop() {
     MutexLock lock(&mu_);
     while (!stop_) {
       mu_.Unlock();
-      coordinator_->Heartbeat(task_, incarnation_).IgnoreError();
+      absl::StatusOr<JobState> state = coordinator_->Heartbeat(task_, incarnation_);
       mu_.Lock();
+      if (state.ok() && !ended_.has_value()) {
+        if (state->phase == JobPhase::kFailed) ended_ = JobFailedError(state->message);
+        if (state->phase == JobPhase::kDone) ended_ = absl::OkStatus();
+      }
       cv_.WaitWithTimeout(&mu_, interval_);
     }
   }
@@ -57,9 +73,10 @@ class Heartbeater {
   TaskId task_;
   uint64_t incarnation_;
   absl::Duration interval_;
-  Mutex mu_;
+  mutable Mutex mu_;
   CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::Status> ended_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
@@ -89,6 +106,19 @@ class CoordinatorConnection {
   const MemberOptions& options_;
   std::unique_ptr<GrpcCoordinatorService> stub_;
 };
+
+// Connections to every PS shard, in shard order.
+struct PsStubs {
+  std::vector<std::unique_ptr<GrpcParameterService>> stubs;
+  std::vector<ParameterService*> shards;
+};
+
+// Connects to every PS within options.connect_deadline (DEADLINE_EXCEEDED naming the PS that did
+// not answer). With `watch`, the wait for a PS goes in slices of a second and ends as soon as a
+// heartbeat's reply says the job ended: the job's JobFailedError when the chief failed it (a PS
+// that saw that has exited and never answers), ABORTED when it finished.
+[[nodiscard]] absl::StatusOr<PsStubs> ConnectPs(const MemberOptions& options,
+                                                const Heartbeater* watch);
 
 // How long a task keeps trying to reach a lost coordinator before it gives up: a chief that its
 // launcher restarts is back within seconds; connect_deadline (default 120 s) bounds the wait.
