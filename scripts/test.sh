@@ -22,7 +22,13 @@ scripts/build.sh
 echo "== clang-tidy"
 scripts/tidy.sh
 
-echo "== tests"
+# Every test runs under a fresh TMPDIR: tests write only inside their own temporary directories
+# (gtest's TempDir, pytest's tmp_path, mktemp all follow TMPDIR), so nothing that an earlier run
+# or an example left in /tmp can make a test pass. Kept when a check fails, for its files.
+test_tmp=$(mktemp -d "${TMPDIR:-/tmp}/shoal-test.XXXXXX")
+export TMPDIR="$test_tmp"
+trap 'echo "test files kept in $test_tmp" >&2' ERR
+echo "== tests (TMPDIR=$TMPDIR)"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
 
 if [[ -z "${SHOAL_SKIP_TSAN:-}" ]]; then
@@ -39,4 +45,5 @@ if [[ -z "${SHOAL_SKIP_TSAN:-}" ]]; then
       ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L concurrency --timeout 600
   fi
 fi
+rm -rf "$test_tmp"
 echo "== all checks passed in $(( $(date +%s) - start ))s"

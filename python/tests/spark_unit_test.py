@@ -497,12 +497,17 @@ FAKE_TASK = textwrap.dedent("""
 
 
 def pid_alive(pid):
+    """Whether `pid` runs and is not a zombie. The process may vanish at any point in between
+    (between the signal and the read of its stat file, or while reading it): that is not alive."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except (ProcessLookupError, FileNotFoundError):
         return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(") ")[1][0] != "Z"
+    # The state follows the last ')' (a command name may hold ') ' itself); empty if torn.
+    state = stat.rpartition(")")[2].split()
+    return bool(state) and state[0] != "Z"
 
 
 def wait_until(predicate, seconds):

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "shoal/base/status.h"
+#include "shoal/base/test_dir.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/checkpoint/checkpoint_test_util.h"
 #include "shoal/checkpoint/shard_writer.h"
@@ -269,9 +270,8 @@ TEST_F(CheckpointTest, PrepareReplacesStaleDirectoriesButNotTheLatest) {
 }
 
 TEST(CheckpointLocalTest, RoundTripInATempDirectory) {
-  char tmpl[] = "/tmp/shoal_ckpt_test_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string model_dir = tmpl;
+  const std::string model_dir = NewTestDir("shoal_ckpt_test");
+  ASSERT_FALSE(model_dir.empty());
   FileSystems file_systems;
   ASSERT_TRUE(RegisterBuiltinFileSystems(file_systems).ok());
   FileSystem& fs = *file_systems.For(model_dir).value();

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/base/test_dir.h"
 #include "shoal/data/example_codec.h"
 #include "shoal/data/idx.h"
 #include "shoal/io/file_util.h"
@@ -228,9 +229,8 @@ std::string IdxHeader(uint8_t rank, const std::vector<uint32_t>& dims) {
 }
 
 TEST_F(FeatureInputTest, FashionMnistFromATinyIdxPairOnDisk) {
-  char tmpl[] = "/tmp/shoal_input_test_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const std::string dir = NewTestDir("shoal_input_test");
+  ASSERT_FALSE(dir.empty());
   FileSystem* local = *fs_.For(dir);
   const std::string images = IdxHeader(3, {3, 2, 2}) + std::string("\x00\x33\x66\xff", 4) +
                              std::string("\x01\x02\x03\x04", 4) +

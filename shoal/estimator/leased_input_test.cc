@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "shoal/base/test_dir.h"
 #include "shoal/coordinator/coordinator.h"
 #include "shoal/data/task_source.h"
 #include "shoal/estimator/job.h"
@@ -80,7 +81,7 @@ std::unique_ptr<Coordinator> TwoTrainerCoordinator() {
 
 TEST(LeasedInputTest, TwoTrainersReadEveryRecordExactlyOncePerEpoch) {
   FileSystems& fs = DefaultFileSystems();
-  const std::string path = JoinPath(::testing::TempDir(), "leased_input_test.csv");
+  const std::string path = JoinPath(NewTestDir("leased_input_test"), "input.csv");
   std::string csv = "id,x,label\n";
   for (int i = 0; i < kRows; ++i) absl::StrAppend(&csv, i, ",", i % 7, ",", i % 2, "\n");
   FileSystem* local = fs.For(path).value();
@@ -162,8 +163,9 @@ TEST(LeasedInputTest, TwoTrainersReadEveryRecordExactlyOncePerEpoch) {
 // (from its pipeline's thread) before reporting it done while its training thread appends rows.
 TEST(LeasedInputTest, TwoTrainersPredictEveryRowOnceIntoItsTasksFile) {
   FileSystems& fs = DefaultFileSystems();
-  const std::string dir = JoinPath(::testing::TempDir(), "leased_predict_test");
-  const std::string path = JoinPath(::testing::TempDir(), "leased_predict_test.csv");
+  const std::string root = NewTestDir("leased_predict_test");
+  const std::string dir = JoinPath(root, "out");
+  const std::string path = JoinPath(root, "input.csv");
   std::string csv = "id,x\n";
   for (int i = 0; i < kRows; ++i) absl::StrAppend(&csv, "r", i, ",", i % 7, "\n");
   FileSystem* local = fs.For(path).value();

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/base/test_dir.h"
 #include "shoal/estimator/models.h"
 
 // The fixture plugins' paths, from CMake (testdata/plugin_fixture_*.cc built as MODULE libraries).
@@ -27,7 +28,7 @@ TEST(LoadModelPluginTest, MissingFileIsNotFoundNamingIt) {
 }
 
 TEST(LoadModelPluginTest, FileTheLoaderRejectsIsInvalidArgumentWithItsError) {
-  const std::string path = ::testing::TempDir() + "plugin_test_not_elf.so";
+  const std::string path = NewTestDir("plugin_test") + "/not_elf.so";
   std::ofstream(path) << std::string(256, 'x');  // long enough for dlopen to read a header
   ModelRegistry registry("model");
   const absl::Status status = LoadModelPlugin(path, &registry);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/base/test_dir.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/local_file_system.h"
@@ -29,9 +30,8 @@ class FileSystemTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     if (GetParam() == "local") {
       fs_ = std::make_unique<LocalFileSystem>();
-      char tmpl[] = "/tmp/shoal_io_test_XXXXXX";
-      ASSERT_NE(mkdtemp(tmpl), nullptr);
-      root_ = tmpl;
+      root_ = NewTestDir("shoal_io_test");
+      ASSERT_FALSE(root_.empty());
     } else {
       fs_ = std::make_unique<MemFileSystem>();
       root_ = "mem://test";
@@ -267,8 +267,8 @@ TEST(FileSystemsTest, UnknownSchemeListsKnownOnes) {
 TEST(FileSystemsTest, DefaultHasBuiltinsAndFileUrisReachLocalFiles) {
   FileSystems& fss = DefaultFileSystems();
   EXPECT_EQ(&fss, &DefaultFileSystems());
-  char tmpl[] = "/tmp/shoal_io_uri_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string tmpl = NewTestDir("shoal_io_uri");
+  ASSERT_FALSE(tmpl.empty());
   const std::string plain = absl::StrCat(tmpl, "/f");
   const std::string uri = absl::StrCat("file://", plain);
   FileSystem* fs = *fss.For(uri);

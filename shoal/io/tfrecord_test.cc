@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/base/test_dir.h"
 #include "shoal/io/coding.h"
 #include "shoal/io/crc32c.h"
 #include "shoal/io/fault_injection_file_system.h"
@@ -98,9 +99,8 @@ class TFRecordRoundTripTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     if (GetParam() == "local") {
       fs_ = std::make_unique<LocalFileSystem>();
-      char tmpl[] = "/tmp/shoal_tfrecord_test_XXXXXX";
-      ASSERT_NE(mkdtemp(tmpl), nullptr);
-      dir_ = tmpl;
+      dir_ = NewTestDir("shoal_tfrecord_test");
+      ASSERT_FALSE(dir_.empty());
     } else {
       fs_ = std::make_unique<MemFileSystem>();
       dir_ = "mem://t";

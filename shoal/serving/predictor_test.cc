@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shoal/base/status.h"
+#include "shoal/base/test_dir.h"
 #include "shoal/data/csv_parser.h"
 #include "shoal/data/example_encoder.h"
 #include "shoal/estimator/estimator.h"
@@ -86,9 +87,8 @@ std::string Replace(std::string text, const std::string& from, const std::string
 class PredictorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/predictor_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    dir_ = NewTestDir("predictor_test");
+    ASSERT_FALSE(dir_.empty());
   }
 
   void Write(const std::string& name, const std::string& text) {

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "shoal/base/test_dir.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/job.h"
 #include "shoal/io/file_util.h"
@@ -47,9 +48,8 @@ run: {save_checkpoints_steps: 0, log_step_count_steps: 1000}
 class RestApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/rest_api_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    dir_ = NewTestDir("rest_api_test");
+    ASSERT_FALSE(dir_.empty());
     std::string config = kConfig;
     config.replace(config.find("DIR"), 3, dir_);
     std::ofstream(JoinPath(dir_, "config.yaml")) << config;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/base/test_dir.h"
 #include "shoal/data/criteo_parser.h"
 #include "shoal/data/example_codec.h"
 #include "shoal/data/example_parser.h"
@@ -304,9 +305,8 @@ TEST(FormatProgressBarTest, ShowsPercentRatesAndEta) {
 }
 
 TEST_F(ConvertTest, LocalDirectory) {
-  char tmpl[] = "/tmp/shoal_convert_test_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string root = tmpl;
+  const std::string root = NewTestDir("shoal_convert_test");
+  ASSERT_FALSE(root.empty());
   Write(root + "/people.csv", kPeople);
   ConvertOptions options = Options(root + "/*.csv", "csv");
   options.output_dir = root + "/out/tfrecord";  // parents created
