@@ -55,17 +55,22 @@ absl::StatusOr<CompressionType> SniffCompression(FileSystem& fs, const std::stri
 
 }  // namespace
 
+absl::StatusOr<CompressionType> TFRecordCompression(FileSystem& fs, const std::string& path) {
+  const CompressionType named = CompressionFromPath(path);
+  if (named != CompressionType::kNone) return named;
+  return SniffCompression(fs, path);
+}
+
 absl::StatusOr<std::unique_ptr<RecordReader>> OpenTFRecordRecordReader(
     FileSystems& fs, const DataTask& task, const TFRecordSourceOptions& source_options) {
   ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(task.path));
   TFRecordReaderOptions options;
   if (source_options.compression.has_value()) {
     options.compression = *source_options.compression;
+  } else if (task.begin == 0) {
+    ASSIGN_OR_RETURN(options.compression, TFRecordCompression(*file_system, task.path));
   } else {
-    options.compression = CompressionFromPath(task.path);
-    if (options.compression == CompressionType::kNone && task.begin == 0) {
-      ASSIGN_OR_RETURN(options.compression, SniffCompression(*file_system, task.path));
-    }
+    options.compression = CompressionFromPath(task.path);  // a range: no header to sniff here
   }
   // For a compressed file only the whole-file range is accepted (Open says why otherwise).
   options.start_offset = task.begin;

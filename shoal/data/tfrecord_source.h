@@ -31,6 +31,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "shoal/data/record.h"
@@ -43,6 +44,12 @@ struct TFRecordSourceOptions {
   // The file's compression; default (nullopt): from its name and gzip magic, as above.
   std::optional<CompressionType> compression;
 };
+
+// The compression of the TFRecord file at `path` when none is given: from its name, else GZIP when
+// its first bytes are the gzip magic and not a TFRecord header (see above). Errors of opening and
+// reading the file.
+[[nodiscard]] absl::StatusOr<CompressionType> TFRecordCompression(FileSystem& fs,
+                                                                  const std::string& path);
 
 [[nodiscard]] absl::StatusOr<std::unique_ptr<RecordReader>> OpenTFRecordRecordReader(
     FileSystems& fs, const DataTask& task, const TFRecordSourceOptions& options = {});

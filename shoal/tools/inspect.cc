@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "shoal/base/status.h"
 #include "shoal/data/example_codec.h"
+#include "shoal/data/tfrecord_source.h"
 #include "shoal/io/tfrecord_reader.h"
 
 namespace shoal {
@@ -86,8 +87,15 @@ void DescribeExample(const std::string& record, std::ostream& out) {
 
 absl::Status InspectTFRecordFile(FileSystems& fs, absl::string_view path, std::ostream& out) {
   ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(path));
-  ASSIGN_OR_RETURN(auto reader, TFRecordReader::Open(*file_system, path));
+  // The compression as training reads the file: from its name, else sniffed (a GZIP file written
+  // by TensorFlow often has no .gz suffix).
+  TFRecordReaderOptions options;
+  ASSIGN_OR_RETURN(options.compression, TFRecordCompression(*file_system, std::string(path)));
+  ASSIGN_OR_RETURN(auto reader, TFRecordReader::Open(*file_system, path, options));
   out << "file: " << path << "\n";
+  if (options.compression != CompressionType::kNone) {
+    out << "compression: " << CompressionTypeName(options.compression) << "\n";
+  }
   int64_t records = 0;
   uint64_t data_bytes = 0;
   uint64_t smallest = std::numeric_limits<uint64_t>::max();

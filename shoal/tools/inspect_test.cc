@@ -2,6 +2,7 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -99,6 +100,30 @@ TEST_F(InspectTest, CorruptionIsDataLossAfterCountingGoodRecords) {
   s = InspectTFRecordFile(fss_, path_, out);
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_THAT(s.message(), HasSubstr("truncated"));
+}
+
+// Regression: inspect read compressed files as plain TFRecord ("length crc mismatch") while
+// training read them; it now detects the compression as the readers do.
+TEST_F(InspectTest, ReadsCompressedFilesAsTrainingDoes) {
+  const std::vector<std::pair<std::string, CompressionType>> files = {
+      {"mem://inspect/b.tfrecord.gz", CompressionType::kGzip},
+      {"mem://inspect/gzip_without_suffix.tfrecord", CompressionType::kGzip},
+      {"mem://inspect/c.tfrecord.zlib", CompressionType::kZlib},
+  };
+  for (const auto& [path, compression] : files) {
+    auto writer = TFRecordWriter::Create(*fs_, path, {.compression = compression});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    for (int i = 0; i < 500; ++i) ASSERT_TRUE((*writer)->Write(CtrExample(i)).ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+    std::ostringstream out;
+    const absl::Status s = InspectTFRecordFile(fss_, path, out);
+    ASSERT_TRUE(s.ok()) << path << ": " << s;
+    EXPECT_THAT(out.str(), HasSubstr("records: 500 (CRCs OK)\n")) << path;
+    EXPECT_THAT(out.str(),
+                HasSubstr(absl::StrCat("compression: ", CompressionTypeName(compression), "\n")))
+        << path;
+    EXPECT_THAT(out.str(), HasSubstr("first record: tf.train.Example with 4 features")) << path;
+  }
 }
 
 TEST_F(InspectTest, MissingFile) {
