@@ -1,5 +1,7 @@
 #include "shoal/serving/http_server.h"
 
+#include <algorithm>
+#include <ctime>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +30,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Bind(const RestApi* api,
   if (options.max_request_bytes < 1) {
     return absl::InvalidArgumentError("--max-request-bytes must be >= 1");
   }
+  if (options.idle_timeout < absl::Milliseconds(10) || options.idle_timeout > absl::Hours(1)) {
+    return absl::InvalidArgumentError(absl::StrCat("--idle-timeout-secs is ",
+                                                   absl::FormatDuration(options.idle_timeout),
+                                                   "; it must be in [0.01, 3600] seconds"));
+  }
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->server_ = std::make_unique<httplib::Server>();
   httplib::Server& http = *server->server_;
@@ -38,6 +45,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Bind(const RestApi* api,
   // the client's delayed ACK (40 ms on Linux), which capped a keep-alive connection at ~25
   // requests/s.
   http.set_tcp_nodelay(true);
+  const auto idle = absl::ToChronoMicroseconds(options.idle_timeout);
+  http.set_read_timeout(idle);
+  http.set_write_timeout(idle);
+  http.set_keep_alive_timeout(
+      std::max<time_t>(1, static_cast<time_t>(absl::ToInt64Seconds(options.idle_timeout))));
   const auto handle = [api](const httplib::Request& req, httplib::Response& res) {
     const std::string content_type = req.get_header_value("Content-Type");
     Answer(api->Handle(req.method, req.path, content_type, req.body), res);

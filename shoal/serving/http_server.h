@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "shoal/serving/rest_api.h"
 
 namespace httplib {
@@ -30,6 +31,10 @@ struct HttpServerOptions {
   int port = 8501;                              // 0 = pick a free port
   int threads = 4;                              // request threads, >= 1
   size_t max_request_bytes = size_t{16} << 20;  // bodies above: 413
+  // A connection that sends nothing for this long (no request, a stalled body, an idle
+  // keep-alive) is closed. Each open connection holds a request thread, so idle clients delay
+  // the others by at most this once every thread is taken.
+  absl::Duration idle_timeout = absl::Seconds(5);
 };
 
 class HttpServer {

@@ -11,11 +11,16 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
+#include "shoal/base/json_depth.h"
 
 namespace shoal {
 namespace {
 
 using nlohmann::json;
+
+// The deepest JSON a request may nest: {"instances": [{"x": [[...]]}]} needs 4 or 5 levels, a
+// b64 value one more.
+constexpr size_t kMaxJsonDepth = 32;
 
 // What a /v1/models/... path asks for.
 struct Route {
@@ -83,7 +88,13 @@ json RowValues(const Predictions& p, size_t i, int64_t r) {
 }  // namespace
 
 HttpResponse ErrorResponse(int status, absl::string_view message) {
-  return {status, json{{"error", std::string(message)}}.dump() + "\n", "application/json"};
+  // A message may quote the client's bytes, which need not be UTF-8: replaced (U+FFFD), since
+  // dump() would throw on them and the client would get 500 for its own bad input.
+  return {
+      status,
+      json{{"error", std::string(message)}}.dump(-1, ' ', false, json::error_handler_t::replace) +
+          "\n",
+      "application/json"};
 }
 
 HttpResponse RestApi::Handle(absl::string_view method, absl::string_view path,
@@ -135,6 +146,11 @@ HttpResponse RestApi::PredictResponse(const Predictor& predictor, absl::string_v
     }
     predictions = predictor.PredictLines(lines);
   } else {
+    // Walking a parsed value recurses per level: refuse deep nesting before parsing.
+    if (JsonNestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth) {
+      return ErrorResponse(400, absl::StrCat("the body nests JSON deeper than ", kMaxJsonDepth,
+                                             " levels; a request needs a few"));
+    }
     const json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (request.is_discarded()) {
       return ErrorResponse(400,
@@ -183,7 +199,7 @@ HttpResponse RestApi::PredictResponse(const Predictor& predictor, absl::string_v
     }
     out = {{"predictions", std::move(rows)}};
   }
-  return {200, out.dump() + "\n", "application/json"};
+  return {200, out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", "application/json"};
 }
 
 HttpResponse RestApi::StatusResponse(int64_t version) const {

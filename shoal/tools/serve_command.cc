@@ -47,6 +47,7 @@ absl::Status RunServeCommand(const ServeCommandOptions& options, std::ostream& o
   http.port = options.port;
   http.threads = options.threads;
   http.max_request_bytes = options.max_request_bytes;
+  http.idle_timeout = absl::Seconds(options.idle_timeout_secs);
   ASSIGN_OR_RETURN(std::unique_ptr<HttpServer> server, HttpServer::Bind(&api, http));
 
   const std::shared_ptr<const Predictor> first = model->Current();

@@ -28,6 +28,7 @@ struct ServeCommandOptions {
   int port = 8501;                 // 0 = a free port
   int threads = 4;                 // request threads
   size_t max_request_bytes = size_t{16} << 20;
+  double idle_timeout_secs = 5;      // connections silent this long are closed
   double poll_secs = 2;              // export base: seconds between checks for a newer version
   std::vector<std::string> plugins;  // --plugin libraries (models)
 };

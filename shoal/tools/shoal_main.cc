@@ -309,6 +309,11 @@ void AddServe(CLI::App& app, ServeCommandOptions& options, int& exit_code) {
                   "Larger request bodies are refused (413)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1} << 32));
+  cmd->add_option("--idle-timeout-secs", options.idle_timeout_secs,
+                  "Close a connection that sends nothing for this long (a stalled request, an "
+                  "idle keep-alive)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
   cmd->add_option("--poll-secs", options.poll_secs,
                   "Export base: seconds between checks for a newer version")
       ->capture_default_str();
