@@ -45,6 +45,13 @@ def run_case(port, name, rows, seconds, clients):
     stop = stop_warmup + seconds
 
     def client(k):
+        try:
+            serve(k)
+        except (OSError, http.client.HTTPException) as error:  # a reset connection, a timeout
+            with lock:
+                errors.append(("connection", repr(error)))
+
+    def serve(k):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         mine = []
         i = k

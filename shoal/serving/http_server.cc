@@ -1,7 +1,10 @@
 #include "shoal/serving/http_server.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <ctime>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +48,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Bind(const RestApi* api,
   // the client's delayed ACK (40 ms on Linux), which capped a keep-alive connection at ~25
   // requests/s.
   http.set_tcp_nodelay(true);
+  // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when Debian compiled
+  // the library): 64 clients connecting at once overflowed it, and the kernel reset some of their
+  // connections. The listening socket is remembered here and listens again with a deep backlog
+  // once bound (listen() on a listening socket only changes its backlog).
+  auto listening = std::make_shared<socket_t>(-1);
+  http.set_socket_options([listening](socket_t sock) {
+    httplib::default_socket_options(sock);
+    *listening = sock;
+  });
   const auto idle = absl::ToChronoMicroseconds(options.idle_timeout);
   http.set_read_timeout(idle);
   http.set_write_timeout(idle);
@@ -81,6 +93,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Bind(const RestApi* api,
     server->port_ = options.port;
   } else {
     server->port_ = -1;
+  }
+  if (server->port_ > 0 && *listening >= 0 && ::listen(*listening, SOMAXCONN) != 0) {
+    LOG(WARNING) << "the HTTP server keeps cpp-httplib's listen backlog of 5: listen failed";
   }
   if (server->port_ <= 0) {
     return absl::FailedPreconditionError(
