@@ -60,7 +60,9 @@ class ExampleParser : public RecordParser {
   };
 
   explicit ExampleParser(Schema schema) : schema_(std::move(schema)) {}
-  absl::Status ParseInto(absl::string_view record, RawBatch* batch, int64_t* counts) const;
+  // `counts` and `kinds` hold one entry per column (see Parse).
+  absl::Status ParseInto(absl::string_view record, RawBatch* batch, int64_t* counts,
+                         uint32_t* kinds) const;
 
   Schema schema_;
   std::vector<Default> defaults_;                       // by column
