@@ -326,6 +326,13 @@ absl::StatusOr<std::vector<ExportFile>> ChecksumExportFiles(FileSystem& fs, absl
 absl::Status CommitExport(FileSystem& fs, absl::string_view dir, ExportMeta meta) {
   ASSIGN_OR_RETURN(meta.files, ChecksumExportFiles(fs, dir), "checksumming export ", dir);
   RETURN_IF_ERROR_CTX(CheckUtf8(meta), "committing export ", dir);
+  // ReadExport refuses an export whose config is missing: never commit one.
+  if (!meta.config.empty() &&
+      std::none_of(meta.files.begin(), meta.files.end(),
+                   [&](const ExportFile& f) { return f.path == meta.config; })) {
+    return absl::FailedPreconditionError(absl::StrCat("committing export ", dir, ": its config '",
+                                                      meta.config, "' was not written"));
+  }
   return WriteFileAtomically(fs, JoinPath(dir, export_format::kMetaName), ExportMetaToJson(meta));
 }
 

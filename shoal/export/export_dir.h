@@ -42,7 +42,8 @@ std::string ExportMetaToJson(const ExportMeta& meta);
 
 // Fills meta.files (ChecksumExportFiles) and writes DIR/export.json atomically: call it last.
 // INVALID_ARGUMENT, naming it, for a name or file path that is not UTF-8 (e.g. a signature input
-// named by a Latin-1 CSV header).
+// named by a Latin-1 CSV header); FAILED_PRECONDITION when meta.config names no file of the
+// export (ReadExport would refuse it).
 [[nodiscard]] absl::Status CommitExport(FileSystem& fs, absl::string_view dir, ExportMeta meta);
 
 struct ReadExportOptions {

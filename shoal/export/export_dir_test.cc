@@ -170,6 +170,17 @@ TEST_F(ExportDirTest, CommitRefusesNamesThatAreNotUtf8) {
   EXPECT_EQ(ReadExport(*fs_, dir).value().signature.inputs[2].name, meta.signature.inputs[2].name);
 }
 
+// Found by fuzz/export_fuzzer.cc: CommitExport committed an export without the config file its
+// meta names, which ReadExport then refused as corrupt.
+TEST_F(ExportDirTest, CommitRefusesAnExportWithoutItsConfig) {
+  const std::string dir = JoinPath(kBase, "8");
+  ASSERT_TRUE(fs_->RecursivelyCreateDir(dir).ok());
+  const absl::Status s = CommitExport(*fs_, dir, SampleMeta(1));
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("its config 'config.yaml' was not written"));
+  EXPECT_FALSE(IsExportDir(*fs_, dir).value());
+}
+
 TEST_F(ExportDirTest, NewExportDirTakesTheNextFreeSecond) {
   absl::StatusOr<std::string> first = NewExportDir(*fs_, kBase, 500);
   ASSERT_TRUE(first.ok()) << first.status();
