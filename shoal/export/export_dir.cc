@@ -1,9 +1,12 @@
 #include "shoal/export/export_dir.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -62,14 +65,56 @@ json SignatureToJson(const Signature& s) {
           {"outputs", std::move(outputs)}};
 }
 
-// Reads key `key` of object `j` as T; DATA_LOSS naming the key when missing or mistyped.
+// `v` as the integer type T if it is an integer that T holds. nlohmann-json's get<T>() would also
+// convert a float, and a float out of T's range is undefined behaviour (found by
+// fuzz/export_fuzzer.cc: "bytes": 7.9e20).
+template <typename T>
+bool IntegerFromJson(const json& v, T* out) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
+    *out = static_cast<T>(u);
+    return true;
+  }
+  if (!v.is_number_integer()) return false;
+  const int64_t i = v.get<int64_t>();
+  if (i < 0 && !std::is_signed_v<T>) return false;
+  if (std::is_signed_v<T> && (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+                              i > static_cast<int64_t>(std::numeric_limits<T>::max()))) {
+    return false;
+  }
+  *out = static_cast<T>(i);
+  return true;
+}
+
+template <typename T>
+bool FromJson(const json& v, T* out) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return IntegerFromJson(v, out);
+  } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+    if (!v.is_array()) return false;
+    out->resize(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!IntegerFromJson(v[i], &(*out)[i])) return false;
+    }
+    return true;
+  } else {
+    try {
+      *out = v.get<T>();
+    } catch (const json::exception&) {
+      return false;
+    }
+    return true;
+  }
+}
+
+// Reads key `key` of object `j` as T; DATA_LOSS naming the key when missing, mistyped or (for an
+// integer) out of T's range.
 template <typename T>
 absl::Status Get(const json& j, const char* key, absl::string_view path, T* out) {
   auto it = j.find(key);
   if (it == j.end()) return Corrupt(path, absl::StrCat("key '", key, "' is missing"));
-  try {
-    *out = it->get<T>();
-  } catch (const json::exception&) {
+  if (!FromJson(*it, out)) {
     return Corrupt(path, absl::StrCat("key '", key, "' has the wrong type"));
   }
   return absl::OkStatus();

@@ -181,6 +181,31 @@ TEST_F(ExportDirTest, CommitRefusesAnExportWithoutItsConfig) {
   EXPECT_FALSE(IsExportDir(*fs_, dir).value());
 }
 
+// Found by fuzz/export_fuzzer.cc: a float where export.json has an integer was converted, and one
+// out of the integer's range ("bytes": 7.9e20) is undefined behaviour. Now it is corrupt.
+TEST_F(ExportDirTest, NumbersMustBeIntegersInRange) {
+  const std::string good = ExportMetaToJson(SampleMeta(5));
+  ASSERT_TRUE(ParseExportMeta(good, "export.json").ok());
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  const std::string bad[] = {
+      with("\"global_step\": 5", "\"global_step\": 7.9e20"),
+      with("\"global_step\": 5", "\"global_step\": 5.0"),
+      with("\"num_classes\": 2", "\"num_classes\": 4294967296"),
+      with("\"num_classes\": 2", "\"num_classes\": -1e300"),
+      with("\"global_step\": 5", "\"global_step\": 18446744073709551615"),
+  };
+  for (const std::string& text : bad) {
+    const absl::StatusOr<ExportMeta> meta = ParseExportMeta(text, "export.json");
+    EXPECT_TRUE(absl::IsDataLoss(meta.status())) << text;
+    EXPECT_THAT(meta.status().message(), HasSubstr("has the wrong type"));
+  }
+}
+
 TEST_F(ExportDirTest, NewExportDirTakesTheNextFreeSecond) {
   absl::StatusOr<std::string> first = NewExportDir(*fs_, kBase, 500);
   ASSERT_TRUE(first.ok()) << first.status();
