@@ -50,7 +50,6 @@ seed_corpus() {
       if [[ -f ../shared/data/titanic/train.csv ]]; then
         { printf '\0'; head -c 3000 ../shared/data/titanic/train.csv; } >"$dir/titanic.csv"
       fi ;;
-    export) cp -r "$work/generated/checkpoint/." "$dir/" 2>/dev/null || true ;;
   esac
 }
 
