@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -72,17 +71,13 @@ template <typename T>
 bool IntegerFromJson(const json& v, T* out) {
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
+    if (!std::in_range<T>(u)) return false;
     *out = static_cast<T>(u);
     return true;
   }
-  if (!v.is_number_integer()) return false;
+  if (!v.is_number_integer()) return false;  // a float
   const int64_t i = v.get<int64_t>();
-  if (i < 0 && !std::is_signed_v<T>) return false;
-  if (std::is_signed_v<T> && (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-                              i > static_cast<int64_t>(std::numeric_limits<T>::max()))) {
-    return false;
-  }
+  if (!std::in_range<T>(i)) return false;
   *out = static_cast<T>(i);
   return true;
 }
