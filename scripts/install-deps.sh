@@ -10,6 +10,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config python3 python3-venv
   clang-format clang-tidy
+  # scripts/fuzz.sh: clang-14 and its runtimes (libFuzzer, ASan, UBSan: libclang-rt-14-dev)
+  clang libclang-rt-14-dev
   libabsl-dev libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev zlib1g-dev
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc

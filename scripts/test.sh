@@ -45,5 +45,9 @@ if [[ -z "${SHOAL_SKIP_TSAN:-}" ]]; then
       ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L concurrency --timeout 600
   fi
 fi
+if [[ -z "${SHOAL_SKIP_FUZZ:-}" ]]; then
+  echo "== fuzzing (30 s per target; SHOAL_SKIP_FUZZ=1 skips)"
+  scripts/fuzz.sh 30
+fi
 rm -rf "$test_tmp"
 echo "== all checks passed in $(( $(date +%s) - start ))s"

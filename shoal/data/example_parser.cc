@@ -83,10 +83,13 @@ class WireReader {
     return Fail("varint longer than 10 bytes");
   }
 
+  // As protobuf reads tags: at most 5 varint bytes, bits beyond the 32nd dropped.
   bool ReadTag(uint32_t* field, int* wire_type) {
+    const uint8_t* start = p_;
     uint64_t tag;
     if (!ReadVarint(&tag)) return false;
-    if (tag > 0xffffffffu) return Fail("tag out of range");
+    if (p_ - start > 5) return Fail("tag longer than 5 bytes");
+    tag &= 0xffffffffu;
     *field = static_cast<uint32_t>(tag >> 3);
     *wire_type = static_cast<int>(tag & 7);
     if (*field == 0) return Fail("field number 0");
@@ -289,7 +292,9 @@ absl::Status ExampleParser::Parse(absl::string_view record, RawBatch* batch) con
   }
   // Values appended per column for this record; -1: the feature was not seen.
   absl::FixedArray<int64_t, 64> counts(static_cast<size_t>(num_columns), -1);
-  absl::Status status = ParseInto(record, batch, counts.data());
+  // The list kind (a Feature field number) each column's feature holds so far; 0: none yet.
+  absl::FixedArray<uint32_t, 64> kinds(static_cast<size_t>(num_columns), 0);
+  absl::Status status = ParseInto(record, batch, counts.data(), kinds.data());
   if (!status.ok()) {
     batch->Rollback();
     return status;
@@ -316,8 +321,8 @@ absl::Status ExampleParser::Parse(absl::string_view record, RawBatch* batch) con
   return absl::OkStatus();
 }
 
-absl::Status ExampleParser::ParseInto(absl::string_view record, RawBatch* batch,
-                                      int64_t* counts) const {
+absl::Status ExampleParser::ParseInto(absl::string_view record, RawBatch* batch, int64_t* counts,
+                                      uint32_t* kinds) const {
   const char* base = record.data();
   WireError error;
   auto malformed = [&] {
@@ -373,6 +378,8 @@ absl::Status ExampleParser::ParseInto(absl::string_view record, RawBatch* batch,
       int64_t& count = counts[c];
       if (count >= 0) column.TruncateRows(batch->num_rows());  // a repeated key: the last wins
       count = 0;
+      uint32_t& current_kind = kinds[c];
+      current_kind = 0;
 
       const ValueType type = column.type();
       const uint32_t expected_kind = KindFor(type);
@@ -387,10 +394,17 @@ absl::Status ExampleParser::ParseInto(absl::string_view record, RawBatch* batch,
             if (!feature.Skip(kind, kind_wire_type)) return malformed();
             continue;
           }
+          // The lists are a oneof: a list of another kind replaces the values so far, as when
+          // protobuf merges, so a wrong kind is an error only if no later list replaces it
+          // (checked once the record is read).
+          if (kind != current_kind) {
+            column.TruncateRows(batch->num_rows());
+            count = 0;
+            current_kind = kind;
+          }
           if (kind != expected_kind) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("feature '", key, "': expected ", KindName(expected_kind), " for ",
-                             ValueTypeName(type), " column, found ", KindName(kind)));
+            if (!feature.Skip(kind, kind_wire_type)) return malformed();
+            continue;
           }
           absl::string_view list;
           if (!feature.ReadLengthDelimited(&list)) return malformed();
@@ -417,6 +431,14 @@ absl::Status ExampleParser::ParseInto(absl::string_view record, RawBatch* batch,
           }
         }
       }
+    }
+  }
+  for (size_t c = 0; c < schema_.columns.size(); ++c) {
+    const ColumnSpec& spec = schema_.columns[c];
+    if (kinds[c] != 0 && kinds[c] != KindFor(spec.type)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("feature '", spec.name, "': expected ", KindName(KindFor(spec.type)),
+                       " for ", ValueTypeName(spec.type), " column, found ", KindName(kinds[c])));
     }
   }
   return absl::OkStatus();

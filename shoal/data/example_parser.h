@@ -17,7 +17,8 @@
 // everything a protobuf parser accepts for these messages in practice: packed and unpacked
 // repeated floats and int64s (TensorFlow writes packed, other writers may not), fields in any
 // order, unknown fields (skipped), a Feature whose list is split over several fields (the values
-// concatenate, as protobuf merging does), and repeated map keys (the last entry wins).
+// concatenate, as protobuf merging does), repeated map keys (the last entry wins) and lists of
+// several kinds in one Feature (a oneof: the last kind wins).
 // Rules stated in docs/formats.md, "tf.train.Example".
 //
 // Errors (INVALID_ARGUMENT; Parse leaves the batch as it was):
@@ -60,7 +61,9 @@ class ExampleParser : public RecordParser {
   };
 
   explicit ExampleParser(Schema schema) : schema_(std::move(schema)) {}
-  absl::Status ParseInto(absl::string_view record, RawBatch* batch, int64_t* counts) const;
+  // `counts` and `kinds` hold one entry per column (see Parse).
+  absl::Status ParseInto(absl::string_view record, RawBatch* batch, int64_t* counts,
+                         uint32_t* kinds) const;
 
   Schema schema_;
   std::vector<Default> defaults_;                       // by column

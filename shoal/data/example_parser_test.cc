@@ -192,6 +192,70 @@ TEST(ExampleParserTest, WrongKindNamesTheFeature) {
   EXPECT_EQ(batch.num_rows(), 0);
 }
 
+// Found by fuzz/example_fuzzer.cc: a wrong-kind list that a later list of the right kind replaces
+// (a repeated key, or the Feature oneof switching case) was rejected, while protobuf -- and so
+// TensorFlow -- reads the last one.
+TEST(ExampleParserTest, ALaterListOfTheRightKindReplacesAWrongOne) {
+  const std::string ints_1 = Len(3, Len(1, Varint(1)));
+  const std::string ints_2 = Len(3, Len(1, Varint(2)));
+  const std::string floats = Len(2, Len(1, Fixed32(0.5f)));
+  struct Case {
+    std::string record;
+    bool ok;
+    std::vector<int64_t> ids;
+  };
+  const Case cases[] = {
+      {ExampleOf({Entry("ids", floats), Entry("ids", ints_1)}), true, {1}},
+      {ExampleOf({Entry("ids", floats + ints_1)}), true, {1}},
+      {ExampleOf({Entry("ids", ints_1 + floats + ints_2)}), true, {2}},
+      {ExampleOf({Entry("ids", ints_1 + floats)}), false, {}},
+      {ExampleOf({Entry("ids", ints_1), Entry("ids", floats)}), false, {}},
+  };
+  auto parser = MakeParser();
+  for (const Case& c : cases) {
+    RawBatch batch(parser->schema());
+    const absl::Status s = parser->Parse(c.record, &batch);
+    proto::Example ex;
+    ASSERT_TRUE(ex.ParseFromString(c.record));
+    const proto::Feature& feature = ex.features().feature().at("ids");
+    if (c.ok) {
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(Ints(batch, 1, 0), c.ids);
+      ASSERT_TRUE(feature.has_int64_list());  // the generated classes agree
+      EXPECT_EQ(std::vector<int64_t>(feature.int64_list().value().begin(),
+                                     feature.int64_list().value().end()),
+                c.ids);
+    } else {
+      EXPECT_THAT(s.message(), HasSubstr("feature 'ids': expected int64_list for int64 column, "
+                                         "found float_list"));
+      EXPECT_EQ(batch.num_rows(), 0);
+      EXPECT_TRUE(feature.has_float_list());
+    }
+  }
+}
+
+// Found by fuzz/example_fuzzer.cc: a 5-byte tag with bits beyond the 32nd was "tag out of range",
+// while protobuf drops those bits (and refuses only tags longer than 5 bytes).
+TEST(ExampleParserTest, TagsAreReadAsProtobufReadsThem) {
+  const std::string one = Len(3, Len(1, Varint(1)));
+  const std::string five_byte_tag = Varint((uint64_t{100} << 3) | (uint64_t{1} << 33));
+  ASSERT_EQ(five_byte_tag.size(), 5u);
+  const std::string record = Len(1, five_byte_tag + Varint(7) + Len(1, Entry("ids", one)));
+  proto::Example ex;
+  ASSERT_TRUE(ex.ParseFromString(record));
+  auto parser = MakeParser();
+  RawBatch batch(parser->schema());
+  ASSERT_TRUE(parser->Parse(record, &batch).ok());
+  EXPECT_EQ(Ints(batch, 1, 0), std::vector<int64_t>{1});
+
+  const std::string six_byte_tag = Varint((uint64_t{100} << 3) | (uint64_t{1} << 35));
+  ASSERT_EQ(six_byte_tag.size(), 6u);
+  const std::string bad = Len(1, six_byte_tag + Varint(7) + Len(1, Entry("ids", one)));
+  EXPECT_FALSE(ex.ParseFromString(bad));
+  const absl::Status s = parser->Parse(bad, &batch);
+  EXPECT_THAT(s.message(), HasSubstr("tag longer than 5 bytes"));
+}
+
 TEST(ExampleParserTest, FailureLeavesTheBatchAsItWas) {
   auto parser = MakeParser();
   RawBatch batch(parser->schema());

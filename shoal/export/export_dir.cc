@@ -1,10 +1,15 @@
 #include "shoal/export/export_dir.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <set>
+#include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -59,14 +64,52 @@ json SignatureToJson(const Signature& s) {
           {"outputs", std::move(outputs)}};
 }
 
-// Reads key `key` of object `j` as T; DATA_LOSS naming the key when missing or mistyped.
+// `v` as the integer type T if it is an integer that T holds. nlohmann-json's get<T>() would also
+// convert a float, and a float out of T's range is undefined behaviour (found by
+// fuzz/export_fuzzer.cc: "bytes": 7.9e20).
+template <typename T>
+bool IntegerFromJson(const json& v, T* out) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (!std::in_range<T>(u)) return false;
+    *out = static_cast<T>(u);
+    return true;
+  }
+  if (!v.is_number_integer()) return false;  // a float
+  const int64_t i = v.get<int64_t>();
+  if (!std::in_range<T>(i)) return false;
+  *out = static_cast<T>(i);
+  return true;
+}
+
+template <typename T>
+bool FromJson(const json& v, T* out) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return IntegerFromJson(v, out);
+  } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+    if (!v.is_array()) return false;
+    out->resize(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!IntegerFromJson(v[i], &(*out)[i])) return false;
+    }
+    return true;
+  } else {
+    try {
+      *out = v.get<T>();
+    } catch (const json::exception&) {
+      return false;
+    }
+    return true;
+  }
+}
+
+// Reads key `key` of object `j` as T; DATA_LOSS naming the key when missing, mistyped or (for an
+// integer) out of T's range.
 template <typename T>
 absl::Status Get(const json& j, const char* key, absl::string_view path, T* out) {
   auto it = j.find(key);
   if (it == j.end()) return Corrupt(path, absl::StrCat("key '", key, "' is missing"));
-  try {
-    *out = it->get<T>();
-  } catch (const json::exception&) {
+  if (!FromJson(*it, out)) {
     return Corrupt(path, absl::StrCat("key '", key, "' has the wrong type"));
   }
   return absl::OkStatus();
@@ -163,6 +206,72 @@ absl::StatusOr<uint32_t> FileCrc(FileSystem& fs, const std::string& path, uint64
   return crc;
 }
 
+// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points
+// above U+10FFFF), which JSON text must be.
+bool IsUtf8(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
+    const uint8_t b = byte(i);
+    int n = 0;
+    uint8_t lo = 0x80, hi = 0xbf;  // the range of the first continuation byte
+    if (b < 0x80) {
+      n = 0;
+    } else if (b >= 0xc2 && b <= 0xdf) {
+      n = 1;
+    } else if (b >= 0xe0 && b <= 0xef) {
+      n = 2;
+      if (b == 0xe0) lo = 0xa0;  // overlong
+      if (b == 0xed) hi = 0x9f;  // surrogates
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      n = 3;
+      if (b == 0xf0) lo = 0x90;  // overlong
+      if (b == 0xf4) hi = 0x8f;  // above U+10FFFF
+    } else {
+      return false;
+    }
+    if (text.size() - i - 1 < static_cast<size_t>(n)) return false;
+    for (int k = 1; k <= n; ++k) {
+      const uint8_t c = byte(i + static_cast<size_t>(k));
+      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xbf)) return false;
+    }
+    i += static_cast<size_t>(n) + 1;
+  }
+  return true;
+}
+
+// export.json is JSON, whose strings must be UTF-8; nlohmann-json throws when asked to write other
+// bytes. Names arrive from outside (a CSV header in Latin-1 names signature inputs, an asset's
+// file name), so a bad one is INVALID_ARGUMENT naming it instead of an exception.
+absl::Status CheckUtf8(const ExportMeta& meta) {
+  std::vector<std::pair<std::string, const std::string*>> fields = {
+      {"model_type", &meta.model_type},   {"head", &meta.head},
+      {"variables", &meta.variables},     {"config", &meta.config},
+      {"format", &meta.signature.format}, {"label", &meta.signature.label}};
+  for (size_t i = 0; i < meta.signature.inputs.size(); ++i) {
+    fields.emplace_back(absl::StrCat("signature input ", i), &meta.signature.inputs[i].name);
+    fields.emplace_back(absl::StrCat("default of signature input ", i),
+                        &meta.signature.inputs[i].default_value);
+  }
+  for (size_t i = 0; i < meta.signature.outputs.size(); ++i) {
+    fields.emplace_back(absl::StrCat("signature output ", i), &meta.signature.outputs[i].name);
+  }
+  for (size_t i = 0; i < meta.files.size(); ++i) {
+    fields.emplace_back(absl::StrCat("file ", i), &meta.files[i].path);
+  }
+  if (static_cast<uint8_t>(meta.signature.delimiter) >= 0x80) {
+    return absl::InvalidArgumentError("the signature's delimiter is not an ASCII character");
+  }
+  for (const auto& [what, value] : fields) {
+    if (!IsUtf8(*value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " is not UTF-8: '", absl::CHexEscape(*value),
+                       "'; export.json needs UTF-8 names (re-encode the input's header)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string ExportMetaToJson(const ExportMeta& meta) {
@@ -256,6 +365,14 @@ absl::StatusOr<std::vector<ExportFile>> ChecksumExportFiles(FileSystem& fs, absl
 
 absl::Status CommitExport(FileSystem& fs, absl::string_view dir, ExportMeta meta) {
   ASSIGN_OR_RETURN(meta.files, ChecksumExportFiles(fs, dir), "checksumming export ", dir);
+  RETURN_IF_ERROR_CTX(CheckUtf8(meta), "committing export ", dir);
+  // ReadExport refuses an export whose config is missing: never commit one.
+  if (!meta.config.empty() &&
+      std::none_of(meta.files.begin(), meta.files.end(),
+                   [&](const ExportFile& f) { return f.path == meta.config; })) {
+    return absl::FailedPreconditionError(absl::StrCat("committing export ", dir, ": its config '",
+                                                      meta.config, "' was not written"));
+  }
   return WriteFileAtomically(fs, JoinPath(dir, export_format::kMetaName), ExportMetaToJson(meta));
 }
 

@@ -28,7 +28,8 @@
 
 namespace shoal {
 
-// export.json's text (indented JSON; keys in docs/formats.md).
+// export.json's text (indented JSON; keys in docs/formats.md). Every string must be UTF-8, as JSON
+// requires (CommitExport checks; nlohmann-json throws otherwise).
 std::string ExportMetaToJson(const ExportMeta& meta);
 // Parses and checks types and ranges; `path` names the file in errors (DATA_LOSS, or
 // INVALID_ARGUMENT for another format or version).
@@ -40,6 +41,9 @@ std::string ExportMetaToJson(const ExportMeta& meta);
                                                                           absl::string_view dir);
 
 // Fills meta.files (ChecksumExportFiles) and writes DIR/export.json atomically: call it last.
+// INVALID_ARGUMENT, naming it, for a name or file path that is not UTF-8 (e.g. a signature input
+// named by a Latin-1 CSV header); FAILED_PRECONDITION when meta.config names no file of the
+// export (ReadExport would refuse it).
 [[nodiscard]] absl::Status CommitExport(FileSystem& fs, absl::string_view dir, ExportMeta meta);
 
 struct ReadExportOptions {

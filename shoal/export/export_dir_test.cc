@@ -143,6 +143,69 @@ TEST_F(ExportDirTest, WrongFormatOrVersionIsInvalidArgument) {
   EXPECT_EQ(ReadExport(*fs_, dir).status().code(), absl::StatusCode::kDataLoss);
 }
 
+// Found by fuzz/export_fuzzer.cc: a name that is not UTF-8 made nlohmann-json throw out of
+// CommitExport (an uncaught exception). A Latin-1 CSV header names signature inputs this way.
+TEST_F(ExportDirTest, CommitRefusesNamesThatAreNotUtf8) {
+  const std::string dir = JoinPath(kBase, "9");
+  ASSERT_TRUE(fs_->RecursivelyCreateDir(dir).ok());
+  ASSERT_TRUE(WriteStringToFile(*fs_, JoinPath(dir, "config.yaml"), "model: {}\n").ok());
+  ExportMeta meta = SampleMeta(1);
+  meta.signature.inputs[2].name =
+      "Gr\xf6\xdf"
+      "e";  // "Groesse" in Latin-1
+  absl::Status s = CommitExport(*fs_, dir, meta);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("signature input 2 is not UTF-8"));
+  EXPECT_FALSE(IsExportDir(*fs_, dir).value());
+
+  ASSERT_TRUE(WriteStringToFile(*fs_, JoinPath(dir, "asset-\xe9"), "x").ok());
+  s = CommitExport(*fs_, dir, SampleMeta(1));
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("file 0 is not UTF-8: 'asset-\\xe9'"));
+
+  // Valid UTF-8 of every length passes, and reads back.
+  ASSERT_TRUE(fs_->DeleteFile(JoinPath(dir, "asset-\xe9")).ok());
+  meta.signature.inputs[2].name = "Gr\xc3\xb6\xc3\x9f\xe2\x82\xac\xf0\x9f\x98\x80";
+  ASSERT_TRUE(CommitExport(*fs_, dir, meta).ok());
+  EXPECT_EQ(ReadExport(*fs_, dir).value().signature.inputs[2].name, meta.signature.inputs[2].name);
+}
+
+// Found by fuzz/export_fuzzer.cc: CommitExport committed an export without the config file its
+// meta names, which ReadExport then refused as corrupt.
+TEST_F(ExportDirTest, CommitRefusesAnExportWithoutItsConfig) {
+  const std::string dir = JoinPath(kBase, "8");
+  ASSERT_TRUE(fs_->RecursivelyCreateDir(dir).ok());
+  const absl::Status s = CommitExport(*fs_, dir, SampleMeta(1));
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("its config 'config.yaml' was not written"));
+  EXPECT_FALSE(IsExportDir(*fs_, dir).value());
+}
+
+// Found by fuzz/export_fuzzer.cc: a float where export.json has an integer was converted, and one
+// out of the integer's range ("bytes": 7.9e20) is undefined behaviour. Now it is corrupt.
+TEST_F(ExportDirTest, NumbersMustBeIntegersInRange) {
+  const std::string good = ExportMetaToJson(SampleMeta(5));
+  ASSERT_TRUE(ParseExportMeta(good, "export.json").ok());
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  const std::string bad[] = {
+      with("\"global_step\": 5", "\"global_step\": 7.9e20"),
+      with("\"global_step\": 5", "\"global_step\": 5.0"),
+      with("\"num_classes\": 2", "\"num_classes\": 4294967296"),
+      with("\"num_classes\": 2", "\"num_classes\": -1e300"),
+      with("\"global_step\": 5", "\"global_step\": 18446744073709551615"),
+  };
+  for (const std::string& text : bad) {
+    const absl::StatusOr<ExportMeta> meta = ParseExportMeta(text, "export.json");
+    EXPECT_TRUE(absl::IsDataLoss(meta.status())) << text;
+    EXPECT_THAT(meta.status().message(), HasSubstr("has the wrong type"));
+  }
+}
+
 TEST_F(ExportDirTest, NewExportDirTakesTheNextFreeSecond) {
   absl::StatusOr<std::string> first = NewExportDir(*fs_, kBase, 500);
   ASSERT_TRUE(first.ok()) << first.status();

@@ -527,6 +527,14 @@ TEST_F(GrpcMalformedRequestTest, DenseCallsCheckNamesAndShapes) {
   r.mutable_grads(0)->set_shape(0, int64_t{1} << 62);
   r.mutable_grads(0)->set_shape(1, int64_t{1} << 62);
   ExpectRefused(stub_->PushDense(Context().get(), r, &reply), "overflowing shape");
+  // Found by fuzz/grpc_convert_fuzzer.cc: an empty tensor whose other dimensions overflow was
+  // accepted, and the Tensor constructor's product overflowed (undefined behaviour).
+  r = request;
+  r.mutable_grads(0)->clear_values();
+  r.mutable_grads(0)->set_shape(0, int64_t{1} << 62);
+  r.mutable_grads(0)->set_shape(1, int64_t{1} << 62);
+  r.mutable_grads(0)->add_shape(0);
+  ExpectRefused(stub_->PushDense(Context().get(), r, &reply), "empty, overflowing shape");
   r = request;
   r.mutable_grads(0)->clear_shape();
   ExpectRefused(stub_->PushDense(Context().get(), r, &reply), "scalar shape, 6 values");

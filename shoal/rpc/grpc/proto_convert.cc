@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -30,11 +31,19 @@ absl::StatusOr<Shape> ShapeFromProto(const google::protobuf::RepeatedField<int64
   bool has_zero = false;
   bool exceeds = false;
   int64_t product = 1;
+  // Tensor multiplies every dimension, zeros wherever they are, so the non-zero ones must not
+  // overflow either: [2^62, 2^62, 0] is empty, yet its running product is undefined behaviour.
+  int64_t nonzero_product = 1;
   for (int64_t d : shape) {
     if (d < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": shape ", ShapeToString(shape), " has a negative dimension"));
     }
+    if (d > 0 && nonzero_product > std::numeric_limits<int64_t>::max() / d) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": shape ", ShapeToString(shape),
+                                                     " has dimensions whose product overflows"));
+    }
+    if (d > 0) nonzero_product *= d;
     if (d == 0) {
       has_zero = true;
     } else if (!exceeds && product > num_values / d) {
