@@ -59,6 +59,9 @@ absl::StatusOr<PsStubs> ConnectPs(const MemberOptions& options, const Heartbeate
             absl::StrCat(connect.peer, " at ", connect.address, " did not answer within ",
                          absl::FormatDuration(options.connect_deadline)));
       }
+      // Without a watch (the chief) the slice was the whole wait, but Connect may give up a
+      // moment before `deadline`: try again for what is left.
+      if (watch == nullptr) continue;
       if (std::optional<absl::Status> ended = watch->JobEnded(); ended.has_value()) {
         if (!ended->ok()) return *ended;
         return absl::AbortedError(absl::StrCat("the job ended while connecting to ", connect.peer));

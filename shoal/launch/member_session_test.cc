@@ -78,6 +78,21 @@ TEST(ConnectPsTest, ASilentPsIsNamedWhenTheDeadlinePasses) {
       << ps.status();
 }
 
+// Regression: the chief connects without a watch. When Connect gave up a moment before the
+// overall deadline, ConnectPs dereferenced the missing watch and the restarted chief of a chaos
+// job died with SIGSEGV (exit 139) instead of naming the PS. Short deadlines, repeated, make the
+// early return likely.
+TEST(ConnectPsTest, WithoutAWatchASilentPsIsNamedWhenTheDeadlinePasses) {
+  for (int i = 0; i < 5; ++i) {
+    const MemberOptions options = WorkerWithSilentPs(absl::Milliseconds(150));
+    absl::StatusOr<PsStubs> ps = ConnectPs(options, /*watch=*/nullptr);
+    EXPECT_TRUE(absl::IsDeadlineExceeded(ps.status())) << ps.status();
+    EXPECT_NE(ps.status().message().find(absl::StrCat("ps:0 at ", options.cluster.ps[0])),
+              std::string::npos)
+        << ps.status();
+  }
+}
+
 TEST(HeartbeaterTest, RemembersTheJobsEnd) {
   const MemberOptions options = WorkerWithSilentPs(absl::Seconds(1));
   Coordinator coordinator({.cluster = options.cluster});
