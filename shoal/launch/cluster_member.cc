@@ -44,6 +44,9 @@ namespace {
 constexpr char kFinalEvaluationStage[] = "final evaluation";
 // Where the evaluator reports it (under model_dir).
 constexpr char kFinalEvaluationFile[] = "eval/final_evaluation.json";
+// Where the chief records, before it tells the others, that the job (MemberOptions::job_id) ended
+// successfully (under model_dir).
+constexpr char kJobEndFile[] = "job_end.json";
 
 // The trainers' JobRole over the coordinator (local in the chief, a stub elsewhere).
 class ClusterRole final : public JobRole {
@@ -704,6 +707,29 @@ absl::Status CheckPredictionJob(const MemberOptions& options) {
   return PreparePredictionOutput(*out_fs, options.predict_output);
 }
 
+// Whether model_dir records that this job (options.job_id) ended successfully: then this chief was
+// restarted after the end, which the others may have seen and exited on (a PS among them, so the
+// cluster cannot be formed again).
+absl::StatusOr<bool> JobEndedBefore(const MemberOptions& options) {
+  if (options.job_id.empty() || options.predicting()) return false;
+  const std::string path = JoinPath(options.job.run.model_dir, kJobEndFile);
+  ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
+  absl::StatusOr<std::string> text = ReadFileToString(*fs, path);
+  if (absl::IsNotFound(text.status())) return false;
+  RETURN_IF_ERROR(text.status());
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.value("job_id", std::string()) == options.job_id;
+}
+
+// Records in model_dir that this job ended successfully at `global_step` (see JobEndedBefore).
+absl::Status RecordJobEnd(const MemberOptions& options, int64_t global_step) {
+  if (options.job_id.empty() || options.predicting()) return absl::OkStatus();
+  const std::string path = JoinPath(options.job.run.model_dir, kJobEndFile);
+  ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
+  const nlohmann::json j = {{"job_id", options.job_id}, {"global_step", global_step}};
+  return WriteFileAtomically(*fs, path, j.dump() + "\n");
+}
+
 absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::ostream& out) {
   FileSystems& fs = DefaultFileSystems();
   const TaskId task = options.cluster.task;
@@ -815,9 +841,22 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
     coordinator.WaitForRegistration(std::min(options.connect_deadline, absl::Seconds(20)))
         .IgnoreError();
   }
+  // A chief killed after it ended the job is started again by its launcher; the others may have
+  // seen the end and exited: this chief only tells those still running.
+  bool ended_before = false;
+  if (status.ok()) {
+    absl::StatusOr<bool> ended = JobEndedBefore(options);
+    if (!ended.ok()) LOG(WARNING) << "chief: reading " << kJobEndFile << ": " << ended.status();
+    ended_before = ended.ok() && *ended;
+  }
+  if (ended_before) {
+    LOG(WARNING) << "chief: job " << options.job_id << " ended successfully before this chief "
+                 << "started (" << JoinPath(options.job.run.model_dir, kJobEndFile)
+                 << "); telling the tasks still running";
+  }
   // Generations until one ends the job; a failed one is followed by another when the cluster
   // rolls back.
-  while (status.ok()) {
+  while (status.ok() && !ended_before) {
     status = run_generation();
     if (status.ok() || !WaitForRollback(coordinator, generation, options, status)) break;
     incarnation = NewIncarnation();
@@ -825,14 +864,22 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
                  << coordinator.CheckForFailures() << ")";
     status = absl::OkStatus();
   }
+  if (status.ok() && !ended_before) {
+    const absl::StatusOr<JobState> state = coordinator.GetState();
+    const absl::Status recorded = RecordJobEnd(options, state.ok() ? state->global_step : -1);
+    if (!recorded.ok()) LOG(WARNING) << "chief: recording the job's end: " << recorded;
+  }
   coordinator.EndJob(status.ok(), status.message()).IgnoreError();
   // Let every other live task see the end at its next heartbeat before the coordinator goes
   // away (an evaluator busy with an evaluation may take a while; a dead task is not waited for).
+  // After a restart past the end nobody has registered with this coordinator yet: every task is
+  // waited for, the ones that exited until the heartbeat timeout.
   const absl::Time ended = absl::Now();
   while (absl::Now() - ended < options.heartbeat_timeout) {
     bool all_seen = true;
     for (const TaskStatus& other : coordinator.Tasks()) {
-      if (other.task == task || !other.registered || !other.live) continue;
+      if (other.task == task) continue;
+      if (!ended_before && (!other.registered || !other.live)) continue;
       if (other.last_seen < ended) all_seen = false;
     }
     if (all_seen) break;

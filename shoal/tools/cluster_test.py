@@ -413,6 +413,66 @@ def test_a_killed_evaluator_is_restarted_and_reports_the_final_evaluation(tmp_pa
     assert_finished_like_undisturbed(tmp_path, job, model_dir, out)
 
 
+def read_until(launch, pattern, timeout=120):
+    """The launcher's lines up to and including the first that matches `pattern`."""
+    seen = ""
+    deadline = time.time() + timeout
+    while time.time() < deadline and not re.search(pattern, seen):
+        line = launch.stdout.readline()
+        if not line:
+            break
+        seen += line
+    assert re.search(pattern, seen), seen[-3000:]
+    return seen
+
+
+def test_a_chief_killed_after_the_job_ended_tells_the_others_and_exits_0(tmp_path):
+    """Regression (chaos soak, issue 18): the chief was SIGKILLed after it had ended the job, while
+    it waited for the last task to see the end; the PS had seen it and exited 0. `shoal launch`
+    started the chief again, which waited 2 minutes for that PS and failed the job (exit 1). The
+    chief now records the end in model_dir first (job_end.json, with the launcher's SHOAL_JOB_ID);
+    the new chief finds it, tells the tasks still running and exits 0. The worker is stopped
+    after its last push so that the chief is still waiting for it once the PS has exited."""
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    model_dir = tmp_path / "m"
+    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "1",
+                               "--max-restarts", "1", "--model-dir", str(model_dir),
+                               "--set", "run.heartbeat_timeout_secs=5"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    worker = []
+    try:
+        seen = read_until(launch, r"\[worker:0\] .*worker:0 trained")
+        worker = task_pids(model_dir, "worker", 0)
+        assert len(worker) == 1, worker
+        os.kill(worker[0], signal.SIGSTOP)
+        seen += read_until(launch, r"\[chief:0\] .*job done at global step")
+        deadline = time.time() + 20
+        while task_pids(model_dir, "ps") and time.time() < deadline:
+            time.sleep(0.05)
+        assert not task_pids(model_dir, "ps"), "the PS did not exit on the job's end"
+        chief = task_pids(model_dir, "chief", 0)
+        assert len(chief) == 1, chief  # still waiting for the stopped worker to see the end
+        os.kill(chief[0], signal.SIGKILL)
+        os.kill(worker[0], signal.SIGCONT)
+        rest, _ = launch.communicate(timeout=60)
+    finally:
+        for pid in worker:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if launch.poll() is None:
+            launch.kill()
+            launch.communicate()
+    out = seen + rest
+    assert launch.returncode == 0, out[-5000:]
+    assert "restarting chief:0 (restart 1 of 1)" in out, out[-5000:]
+    assert "ended successfully before this chief started" in out, out[-5000:]
+    assert "Restored" not in out.split("restarting chief:0")[1], out[-5000:]
+    assert json.loads((model_dir / "job_end.json").read_text())["global_step"] == \
+        json.loads((model_dir / "summary.json").read_text())["global_step"]
+
+
 def cluster_env(ports, task_type, index, secret=SECRET):
     cluster = {"chief": [f"127.0.0.1:{ports[0]}"], "ps": [f"127.0.0.1:{ports[1]}"]}
     env = dict(os.environ, TF_CONFIG=json.dumps(
