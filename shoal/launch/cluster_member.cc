@@ -218,6 +218,14 @@ class ClusterRole final : public JobRole {
           return std::optional<RemoteEvaluation>(std::move(remote));
         }
       }
+      // A PS lost now rolls the cluster back (the coordinator has cleared the completion stage,
+      // so the evaluator will not report): this generation ends, the next one restores the
+      // final checkpoint and asks the evaluator again.
+      if (local_->CheckForFailures() != generation_) {
+        return absl::AbortedError(
+            absl::StrCat("waiting for the evaluator's evaluation of the final checkpoint: ",
+                         local_->Rollbacks().back().reason, "; the cluster rolls back"));
+      }
       if (!HasEvaluator()) {
         LOG(WARNING) << "chief: the evaluator is gone; evaluating the final checkpoint here";
         return std::optional<RemoteEvaluation>();

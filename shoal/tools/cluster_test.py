@@ -438,7 +438,8 @@ def test_a_chief_killed_after_the_job_ended_tells_the_others_and_exits_0(tmp_pat
     launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "1",
                                "--max-restarts", "1", "--model-dir", str(model_dir),
                                "--set", "run.heartbeat_timeout_secs=5"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True)
     worker = []
     try:
         seen = read_until(launch, r"\[worker:0\] .*worker:0 trained")
@@ -462,7 +463,7 @@ def test_a_chief_killed_after_the_job_ended_tells_the_others_and_exits_0(tmp_pat
             except ProcessLookupError:
                 pass
         if launch.poll() is None:
-            launch.kill()
+            os.killpg(launch.pid, signal.SIGKILL)  # the launcher and every member
             launch.communicate()
     out = seen + rest
     assert launch.returncode == 0, out[-5000:]
@@ -471,6 +472,54 @@ def test_a_chief_killed_after_the_job_ended_tells_the_others_and_exits_0(tmp_pat
     assert "Restored" not in out.split("restarting chief:0")[1], out[-5000:]
     assert json.loads((model_dir / "job_end.json").read_text())["global_step"] == \
         json.loads((model_dir / "summary.json").read_text())["global_step"]
+
+
+def test_a_ps_lost_during_the_final_evaluation_rolls_back_and_the_job_finishes(tmp_path):
+    """Regression (chaos soak, issue 18): a PS was SIGKILLed while the chief waited for the
+    evaluator's evaluation of the final checkpoint. Its new incarnation started a rollback, which
+    cleared the completion stage, so the evaluator never reported, and the chief kept waiting (up
+    to run.completion_timeout_secs, 30 min). The chief now sees the rollback in that wait: the
+    next generation restores the final checkpoint and the evaluator reports. The evaluator is
+    stopped from the stage's start until the rollback began, so that it cannot report first."""
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    model_dir = tmp_path / "m"
+    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "2", "--workers", "1",
+                               "--evaluator", "--max-restarts", "1", "--model-dir", str(model_dir),
+                               "--set", "run.heartbeat_timeout_secs=5"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True)
+    evaluator = []
+    try:
+        seen = read_until(launch, r"\[chief:0\] .*completion: final evaluation")
+        evaluator = task_pids(model_dir, "evaluator", 0)
+        assert len(evaluator) == 1, evaluator
+        os.kill(evaluator[0], signal.SIGSTOP)
+        ps = task_pids(model_dir, "ps", 0)
+        assert len(ps) == 1, ps
+        os.kill(ps[0], signal.SIGKILL)
+        seen += read_until(launch, r"rolling the cluster back .*ps:0 restarted", timeout=30)
+        os.kill(evaluator[0], signal.SIGCONT)
+        rest, _ = launch.communicate(timeout=60)
+    finally:
+        for pid in evaluator:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if launch.poll() is None:
+            os.killpg(launch.pid, signal.SIGKILL)  # the launcher and every member
+            launch.communicate()
+    out = seen + rest
+    assert launch.returncode == 0, out[-5000:]
+    assert "waiting for the evaluator's evaluation of the final checkpoint: ps:0 restarted" in out
+    rollbacks = json.loads(re.search(r"\[chief:0\] rollbacks: (\[.*\])", out).group(1))
+    assert [r["reason"] for r in rollbacks] == ["ps:0 restarted"], rollbacks
+    assert rollbacks[0]["steps_lost"] == 0, rollbacks  # the final checkpoint was taken
+    summary = json.loads((model_dir / "summary.json").read_text())
+    assert f"final evaluation at global step {summary['global_step']} reported" in out
+    tasks = data_tasks(out)
+    assert tasks["epochs_completed"] == 2, tasks
+    assert tasks["records_per_epoch"] == [len(job.train_rows)] * 2, tasks
 
 
 def cluster_env(ports, task_type, index, secret=SECRET):
