@@ -203,13 +203,15 @@ def run_job(binary, job, rng, timeout):
                                *SETTINGS], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, start_new_session=True)
     output = Output(launch.stdout)
-    job["killed_at"] = kill_at_moment(job, output, rng, start + timeout)
     try:
+        job["killed_at"] = kill_at_moment(job, output, rng, start + timeout)
         job["exit"] = launch.wait(timeout=max(0.0, start + timeout - time.time()))
     except subprocess.TimeoutExpired:
-        os.killpg(launch.pid, signal.SIGKILL)
-        launch.wait()
         job["exit"] = "timeout"
+    finally:  # also when the soak itself is interrupted: no member outlives its job
+        if launch.poll() is None:
+            os.killpg(launch.pid, signal.SIGKILL)
+            launch.wait()
     output.thread.join(timeout=10)
     job["seconds"] = time.time() - start
     job["out"] = output.text()
@@ -364,6 +366,7 @@ def main():
     parser.add_argument("--moment", action="append", choices=list(MOMENTS),
                         help="kill only at these moments")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups of run_job
     binary = os.path.abspath(args.bin)
     rng = random.Random(args.seed)
     jobs = []
