@@ -23,7 +23,7 @@ done, every epoch complete and every record trained at least once per epoch (the
 worker or the evaluator, from the log timestamps) and steps lost (PS: the coordinator's
 rollback count; chief: the last step logged before the kill minus the restored step, a lower
 bound; workers and the evaluator lose no update). Failed jobs' logs and model_dir listings are
-kept under --keep.
+kept under --keep, and so are those of jobs that survived but took longer than --slow seconds.
 
     python3 bench/chaos_soak.py --bin build/shoal --jobs 100 --seed 1 --keep /tmp/chaos-failures
 """
@@ -323,7 +323,7 @@ def span(values, fmt):
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
-def report(jobs):
+def report(jobs, slow):
     """The Markdown report: one row per killed role and moment, then the failures."""
     lines = ["| killed | moment | jobs | kills landed | survived | every epoch complete | "
              "recovery, s: median (range) | steps lost: median (range) |",
@@ -347,6 +347,10 @@ def report(jobs):
     lines.append("")
     lines.append(f"Survived: {survived} / {len(jobs)} jobs ({landed} kills landed).")
     for j in jobs:
+        if not j["failure"] and j["seconds"] > slow:
+            lines.append(f"- job {j['index']} (survived, slow): {j['victim']} killed at "
+                         f"{j['moment']} (chief's stage: {j['stage']}): {j['seconds']:.1f} s "
+                         f"(kept in {j.get('kept', '-')})")
         if j["failure"]:
             lines.append(f"- job {j['index']}: {j['victim']} killed at {j['moment']} "
                          f"(chief's stage: {j['stage']}): "
@@ -361,6 +365,8 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", default="chaos-failures", help="where failed jobs are kept")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per job")
+    parser.add_argument("--slow", type=float, default=20.0,
+                        help="seconds after which a job that survived is kept and listed as slow")
     parser.add_argument("--victim", action="append", choices=MEMBERS,
                         help="kill only these members (to chase one failure)")
     parser.add_argument("--moment", action="append", choices=list(MOMENTS),
@@ -387,7 +393,7 @@ def main():
             if moment == "checkpoint" and job["killed_at"]:
                 job["stage"] = ("checkpoint write: temporary file still there after the kill"
                                 if job.get("mid_write") else "checkpoint write just ended")
-            if job["failure"]:
+            if job["failure"] or job["seconds"] > args.slow:
                 job["kept"] = keep_failed(job, os.path.abspath(args.keep))
             else:
                 shutil.rmtree(job["dir"])
@@ -395,10 +401,10 @@ def main():
                   f"{'killed in ' + job['stage'] if job['killed_at'] else 'kill missed'}, "
                   f"{job['failure'] or 'ok'}, {job['seconds']:.1f} s, recovery {job['recovery']}, "
                   f"steps lost {job['steps_lost']}"
-                  + (f"; kept in {job['kept']}" if job["failure"] else ""),
+                  + (f"; kept in {job['kept']}" if "kept" in job else ""),
                   file=sys.stderr, flush=True)
             jobs.append({k: v for k, v in job.items() if k != "out"})
-    print(report(jobs))
+    print(report(jobs, args.slow))
     return 0 if all(not j["failure"] for j in jobs) else 1
 
 
