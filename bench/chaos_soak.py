@@ -358,6 +358,28 @@ def report(jobs, slow):
     return "\n".join(lines)
 
 
+def assess(job):
+    """Fills in the job's failure ("" when it survived), epochs_ok, recovery, steps_lost, stage."""
+    job["failure"] = check_outcome(job)
+    job["epochs_ok"] = (not job["failure"].startswith(("incomplete", "no data"))
+                        and chief_json(job["out"], "data tasks") is not None)
+    job["recovery"], job["steps_lost"] = (
+        measure_recovery(job) if job["killed_at"] else (None, None))
+    job["stage"] = stage_at_kill(job) if job["killed_at"] else "-"
+    if job["moment"] == "checkpoint" and job["killed_at"]:
+        job["stage"] = ("checkpoint write: temporary file still there after the kill"
+                        if job.get("mid_write") else "checkpoint write just ended")
+
+
+def print_job(job):
+    """One line per job on stderr, as the soak goes."""
+    kill = f"killed in {job['stage']}" if job["killed_at"] else "kill missed"
+    kept = f"; kept in {job['kept']}" if "kept" in job else ""
+    print(f"job {job['index']}: {job['victim']} at {job['moment']}: {kill}, "
+          f"{job['failure'] or 'ok'}, {job['seconds']:.1f} s, recovery {job['recovery']}, "
+          f"steps lost {job['steps_lost']}{kept}", file=sys.stderr, flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=100)
@@ -384,25 +406,12 @@ def main():
             job["model_dir"] = os.path.join(job["dir"], "m")
             os.makedirs(job["dir"])
             run_job(binary, job, rng, args.timeout)
-            job["failure"] = check_outcome(job)
-            job["epochs_ok"] = not job["failure"].startswith(("incomplete", "no data"))
-            job["epochs_ok"] = job["epochs_ok"] and chief_json(job["out"], "data tasks") is not None
-            job["recovery"], job["steps_lost"] = (
-                measure_recovery(job) if job["killed_at"] else (None, None))
-            job["stage"] = stage_at_kill(job) if job["killed_at"] else "-"
-            if moment == "checkpoint" and job["killed_at"]:
-                job["stage"] = ("checkpoint write: temporary file still there after the kill"
-                                if job.get("mid_write") else "checkpoint write just ended")
+            assess(job)
             if job["failure"] or job["seconds"] > args.slow:
                 job["kept"] = keep_failed(job, os.path.abspath(args.keep))
             else:
                 shutil.rmtree(job["dir"])
-            print(f"job {i}: {victim} at {moment}: "
-                  f"{'killed in ' + job['stage'] if job['killed_at'] else 'kill missed'}, "
-                  f"{job['failure'] or 'ok'}, {job['seconds']:.1f} s, recovery {job['recovery']}, "
-                  f"steps lost {job['steps_lost']}"
-                  + (f"; kept in {job['kept']}" if "kept" in job else ""),
-                  file=sys.stderr, flush=True)
+            print_job(job)
             jobs.append({k: v for k, v in job.items() if k != "out"})
     print(report(jobs, args.slow))
     return 0 if all(not j["failure"] for j in jobs) else 1

@@ -44,9 +44,6 @@ namespace {
 constexpr char kFinalEvaluationStage[] = "final evaluation";
 // Where the evaluator reports it (under model_dir).
 constexpr char kFinalEvaluationFile[] = "eval/final_evaluation.json";
-// Where the chief records, before it tells the others, that the job (MemberOptions::job_id) ended
-// successfully (under model_dir).
-constexpr char kJobEndFile[] = "job_end.json";
 
 // The trainers' JobRole over the coordinator (local in the chief, a stub elsewhere).
 class ClusterRole final : public JobRole {
@@ -615,6 +612,8 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
     if (state.ok()) {
       last_ok = absl::Now();
       RETURN_IF_ERROR(completion.Check(*state));
+    } else if (JobEndedWhileUnreachable(options, task, state.status())) {
+      return absl::OkStatus();  // the chief ended the job and exited before this task saw it
     } else if (absl::Now() - last_ok > CoordinatorLossLimit(options)) {
       return absl::UnavailableError(
           absl::StrCat("evaluator: lost the coordinator: ", state.status().message()));
@@ -713,29 +712,6 @@ absl::Status CheckPredictionJob(const MemberOptions& options) {
   RETURN_IF_ERROR(latest.status());
   ASSIGN_OR_RETURN(FileSystem * out_fs, fs.For(options.predict_output), "--predict-output");
   return PreparePredictionOutput(*out_fs, options.predict_output);
-}
-
-// Whether model_dir records that this job (options.job_id) ended successfully: then this chief was
-// restarted after the end, which the others may have seen and exited on (a PS among them, so the
-// cluster cannot be formed again).
-absl::StatusOr<bool> JobEndedBefore(const MemberOptions& options) {
-  if (options.job_id.empty() || options.predicting()) return false;
-  const std::string path = JoinPath(options.job.run.model_dir, kJobEndFile);
-  ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
-  absl::StatusOr<std::string> text = ReadFileToString(*fs, path);
-  if (absl::IsNotFound(text.status())) return false;
-  RETURN_IF_ERROR(text.status());
-  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && j.value("job_id", std::string()) == options.job_id;
-}
-
-// Records in model_dir that this job ended successfully at `global_step` (see JobEndedBefore).
-absl::Status RecordJobEnd(const MemberOptions& options, int64_t global_step) {
-  if (options.job_id.empty() || options.predicting()) return absl::OkStatus();
-  const std::string path = JoinPath(options.job.run.model_dir, kJobEndFile);
-  ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
-  const nlohmann::json j = {{"job_id", options.job_id}, {"global_step", global_step}};
-  return WriteFileAtomically(*fs, path, j.dump() + "\n");
 }
 
 absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::ostream& out) {
@@ -853,7 +829,7 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
   // seen the end and exited: this chief only tells those still running.
   bool ended_before = false;
   if (status.ok()) {
-    absl::StatusOr<bool> ended = JobEndedBefore(options);
+    absl::StatusOr<bool> ended = JobEndRecorded(options);
     if (!ended.ok()) LOG(WARNING) << "chief: reading " << kJobEndFile << ": " << ended.status();
     ended_before = ended.ok() && *ended;
   }

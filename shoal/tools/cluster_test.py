@@ -474,6 +474,52 @@ def test_a_chief_killed_after_the_job_ended_tells_the_others_and_exits_0(tmp_pat
         json.loads((model_dir / "summary.json").read_text())["global_step"]
 
 
+def test_an_evaluator_that_missed_the_restarted_chief_s_end_exits_0(tmp_path):
+    """Regression (chaos soak, issue 18): the evaluator was busy when the chief was killed and had
+    not registered again when the restarted chief finished the job and exited; it kept calling
+    the gone coordinator until `shoal launch` stopped it 30 s later (on its own it would have
+    given up after 2 min with exit 1). A member that cannot reach the coordinator now ends well
+    when model_dir records this job's end. The evaluator is stopped from before the kill until
+    the new chief has exited."""
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
+    model_dir = tmp_path / "m"
+    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "1",
+                               "--evaluator", "--max-restarts", "1", "--model-dir", str(model_dir),
+                               *KILL_TEST_SETTINGS, "--set", "run.heartbeat_timeout_secs=3"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True)
+    evaluator = []
+    try:
+        seen = read_until(launch, r"\[(chief|worker):0\] .*\] step \d+ \|")
+        evaluator = task_pids(model_dir, "evaluator", 0)
+        chief = task_pids(model_dir, "chief", 0)
+        assert len(evaluator) == 1 and len(chief) == 1, (evaluator, chief)
+        os.kill(evaluator[0], signal.SIGSTOP)
+        os.kill(chief[0], signal.SIGKILL)
+        seen += read_until(launch, r"\[chief:0\] .*job done at global step")
+        deadline = time.time() + 20
+        while task_pids(model_dir, "chief") and time.time() < deadline:
+            time.sleep(0.05)
+        assert not task_pids(model_dir, "chief"), "the restarted chief did not exit"
+        os.kill(evaluator[0], signal.SIGCONT)
+        rest, _ = launch.communicate(timeout=20)  # shoal launch's exit_grace is 30 s
+    finally:
+        for pid in evaluator:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if launch.poll() is None:
+            os.killpg(launch.pid, signal.SIGKILL)  # the launcher and every member
+            launch.communicate()
+    out = seen + rest
+    assert launch.returncode == 0, out[-5000:]
+    assert "restarting chief:0 (restart 1 of 1)" in out, out[-5000:]
+    assert "evaluator:0: the coordinator is gone" in out, out[-5000:]
+    assert "records that the job ended successfully" in out, out[-5000:]
+    assert "evaluator:0 exited with code" not in out, out[-5000:]  # launch logs failed exits
+
+
 def test_a_ps_lost_during_the_final_evaluation_rolls_back_and_the_job_finishes(tmp_path):
     """Regression (chaos soak, issue 18): a PS was SIGKILLed while the chief waited for the
     evaluator's evaluation of the final checkpoint. Its new incarnation started a rollback, which
