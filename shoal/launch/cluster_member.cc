@@ -215,6 +215,14 @@ class ClusterRole final : public JobRole {
           return std::optional<RemoteEvaluation>(std::move(remote));
         }
       }
+      // A PS lost now rolls the cluster back (the coordinator has cleared the completion stage,
+      // so the evaluator will not report): this generation ends, the next one restores the
+      // final checkpoint and asks the evaluator again.
+      if (local_->CheckForFailures() != generation_) {
+        return absl::AbortedError(
+            absl::StrCat("waiting for the evaluator's evaluation of the final checkpoint: ",
+                         local_->Rollbacks().back().reason, "; the cluster rolls back"));
+      }
       if (!HasEvaluator()) {
         LOG(WARNING) << "chief: the evaluator is gone; evaluating the final checkpoint here";
         return std::optional<RemoteEvaluation>();
@@ -604,6 +612,8 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
     if (state.ok()) {
       last_ok = absl::Now();
       RETURN_IF_ERROR(completion.Check(*state));
+    } else if (JobEndedWhileUnreachable(options, task, state.status())) {
+      return absl::OkStatus();  // the chief ended the job and exited before this task saw it
     } else if (absl::Now() - last_ok > CoordinatorLossLimit(options)) {
       return absl::UnavailableError(
           absl::StrCat("evaluator: lost the coordinator: ", state.status().message()));
@@ -815,9 +825,22 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
     coordinator.WaitForRegistration(std::min(options.connect_deadline, absl::Seconds(20)))
         .IgnoreError();
   }
+  // A chief killed after it ended the job is started again by its launcher; the others may have
+  // seen the end and exited: this chief only tells those still running.
+  bool ended_before = false;
+  if (status.ok()) {
+    absl::StatusOr<bool> ended = JobEndRecorded(options);
+    if (!ended.ok()) LOG(WARNING) << "chief: reading " << kJobEndFile << ": " << ended.status();
+    ended_before = ended.ok() && *ended;
+  }
+  if (ended_before) {
+    LOG(WARNING) << "chief: job " << options.job_id << " ended successfully before this chief "
+                 << "started (" << JoinPath(options.job.run.model_dir, kJobEndFile)
+                 << "); telling the tasks still running";
+  }
   // Generations until one ends the job; a failed one is followed by another when the cluster
   // rolls back.
-  while (status.ok()) {
+  while (status.ok() && !ended_before) {
     status = run_generation();
     if (status.ok() || !WaitForRollback(coordinator, generation, options, status)) break;
     incarnation = NewIncarnation();
@@ -825,14 +848,22 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
                  << coordinator.CheckForFailures() << ")";
     status = absl::OkStatus();
   }
+  if (status.ok() && !ended_before) {
+    const absl::StatusOr<JobState> state = coordinator.GetState();
+    const absl::Status recorded = RecordJobEnd(options, state.ok() ? state->global_step : -1);
+    if (!recorded.ok()) LOG(WARNING) << "chief: recording the job's end: " << recorded;
+  }
   coordinator.EndJob(status.ok(), status.message()).IgnoreError();
   // Let every other live task see the end at its next heartbeat before the coordinator goes
   // away (an evaluator busy with an evaluation may take a while; a dead task is not waited for).
+  // After a restart past the end nobody has registered with this coordinator yet: every task is
+  // waited for, the ones that exited until the heartbeat timeout.
   const absl::Time ended = absl::Now();
   while (absl::Now() - ended < options.heartbeat_timeout) {
     bool all_seen = true;
     for (const TaskStatus& other : coordinator.Tasks()) {
-      if (other.task == task || !other.registered || !other.live) continue;
+      if (other.task == task) continue;
+      if (!ended_before && (!other.registered || !other.live)) continue;
       if (other.last_seen < ended) all_seen = false;
     }
     if (all_seen) break;

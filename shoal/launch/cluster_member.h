@@ -40,8 +40,12 @@ namespace shoal {
 
 struct MemberOptions {
   JobConfig job;
-  ClusterSpec cluster;        // includes this process's task
-  std::string secret;         // the job's secret (>= 16 bytes)
+  ClusterSpec cluster;  // includes this process's task
+  std::string secret;   // the job's secret (>= 16 bytes)
+  // This job's id, the same in every member and new for every job (`shoal launch` makes one;
+  // SHOAL_JOB_ID). Empty = unknown: a chief restarted after the job's end then cannot tell that
+  // the job ended (it waits for the parameter servers that have exited).
+  std::string job_id;
   std::string tls_cert_file;  // optional TLS: this server's certificate and key (PEM) ...
   std::string tls_key_file;
   std::string tls_ca_file;  // ... and the CA that signed the peers' certificates

@@ -104,7 +104,8 @@ absl::StatusOr<Child> Spawn(const std::string& name, const std::string& binary,
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     const absl::string_view entry(*e);
-    if (absl::StartsWith(entry, "TF_CONFIG=") || absl::StartsWith(entry, "SHOAL_JOB_SECRET=")) {
+    if (absl::StartsWith(entry, "TF_CONFIG=") || absl::StartsWith(entry, "SHOAL_JOB_SECRET=") ||
+        absl::StartsWith(entry, "SHOAL_JOB_ID=")) {
       continue;
     }
     env_strings.emplace_back(entry);
@@ -200,6 +201,9 @@ absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
     cluster["ps"].push_back(address(1 + options.num_workers + i));
   }
   ASSIGN_OR_RETURN(const std::string secret, NewJobSecret());
+  // Not a secret (the chief writes it into model_dir): random, so that no two jobs share it.
+  ASSIGN_OR_RETURN(std::string job_id, NewJobSecret());
+  job_id.resize(32);
 
   struct Task {
     std::string type;
@@ -231,7 +235,8 @@ absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
                                       {"task", {{"type", task.type}, {"index", task.index}}}};
     std::vector<std::string> args = {"run"};
     args.insert(args.end(), options.run_args.begin(), options.run_args.end());
-    std::vector<std::string> env = {"TF_CONFIG=" + tf_config.dump(), "SHOAL_JOB_SECRET=" + secret};
+    std::vector<std::string> env = {"TF_CONFIG=" + tf_config.dump(), "SHOAL_JOB_SECRET=" + secret,
+                                    "SHOAL_JOB_ID=" + job_id};
     absl::StatusOr<Child> child =
         Spawn(absl::StrCat(task.type, ":", task.index), binary, args, env);
     if (!child.ok()) {

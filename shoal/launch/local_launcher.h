@@ -3,8 +3,9 @@
 //
 // It picks free loopback ports, writes the cluster in the TF_CONFIG shape (one chief, `workers`
 // workers, `ps` parameter servers, optionally an evaluator), creates a per-job secret (256 random
-// bits from getrandom), and starts one `shoal run` per task -- the same binary -- with TF_CONFIG
-// and SHOAL_JOB_SECRET in its environment (never in argv or logs). Each child's stdout and stderr
+// bits from getrandom) and a job id, and starts one `shoal run` per task -- the same binary -- with
+// TF_CONFIG, SHOAL_JOB_SECRET and SHOAL_JOB_ID in its environment (the secret never in argv or
+// logs). Each child's stdout and stderr
 // lines are copied to ours prefixed with its task ("[worker:1] ..."). Ctrl-C (SIGINT) or SIGTERM
 // is forwarded to every child as SIGTERM, and SIGKILL follows after `kill_grace`. The launch ends
 // when the chief exits: the others get `exit_grace` to exit on their own (they learn the job's end

@@ -7,8 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
+#include "shoal/io/file_systems.h"
+#include "shoal/io/file_util.h"
+#include "shoal/io/path.h"
 
 namespace shoal {
 
@@ -59,6 +63,9 @@ absl::StatusOr<PsStubs> ConnectPs(const MemberOptions& options, const Heartbeate
             absl::StrCat(connect.peer, " at ", connect.address, " did not answer within ",
                          absl::FormatDuration(options.connect_deadline)));
       }
+      // Without a watch (the chief) the slice was the whole wait, but Connect may give up a
+      // moment before `deadline`: try again for what is left.
+      if (watch == nullptr) continue;
       if (std::optional<absl::Status> ended = watch->JobEnded(); ended.has_value()) {
         if (!ended->ok()) return *ended;
         return absl::AbortedError(absl::StrCat("the job ended while connecting to ", connect.peer));
@@ -98,6 +105,35 @@ absl::StatusOr<JobState> HeartbeatOrRegister(CoordinatorService* coordinator, co
   return state;
 }
 
+absl::Status RecordJobEnd(const MemberOptions& options, int64_t global_step) {
+  if (options.job_id.empty() || options.predicting()) return absl::OkStatus();
+  const std::string path = JoinPath(options.job.run.model_dir, kJobEndFile);
+  ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
+  const nlohmann::json j = {{"job_id", options.job_id}, {"global_step", global_step}};
+  return WriteFileAtomically(*fs, path, j.dump() + "\n");
+}
+
+absl::StatusOr<bool> JobEndRecorded(const MemberOptions& options) {
+  if (options.job_id.empty() || options.predicting()) return false;
+  const std::string path = JoinPath(options.job.run.model_dir, kJobEndFile);
+  ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
+  absl::StatusOr<std::string> text = ReadFileToString(*fs, path);
+  if (absl::IsNotFound(text.status())) return false;
+  RETURN_IF_ERROR(text.status());
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.value("job_id", std::string()) == options.job_id;
+}
+
+bool JobEndedWhileUnreachable(const MemberOptions& options, const TaskId& task,
+                              const absl::Status& status) {
+  if (!absl::IsUnavailable(status)) return false;
+  const absl::StatusOr<bool> ended = JobEndRecorded(options);
+  if (!ended.ok() || !*ended) return false;
+  LOG(WARNING) << task.ToString() << ": the coordinator is gone (" << status.message() << "), and "
+               << kJobEndFile << " in model_dir records that the job ended successfully";
+  return true;
+}
+
 absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
                            uint64_t incarnation, const MemberOptions& options, bool register_again,
                            CoordinatorConnection* reconnect) {
@@ -116,6 +152,8 @@ absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
       if (state->phase == JobPhase::kFailed) {
         return JobFailedError(state->message);
       }
+    } else if (JobEndedWhileUnreachable(options, task, state.status())) {
+      return absl::OkStatus();
     } else if (absl::Now() - last_ok > CoordinatorLossLimit(options)) {
       return absl::UnavailableError(absl::StrCat(
           "lost the coordinator (chief at ", *options.cluster.Address({TaskRole::kChief, 0}),
@@ -152,6 +190,8 @@ AfterFailure AfterTrainerFailure(CoordinatorConnection& connection, const TaskId
       if (state->phase == JobPhase::kDone) return AfterFailure::kJobDone;
       if (state->phase == JobPhase::kFailed) return AfterFailure::kJobFailed;
       if (waited >= while_running) return AfterFailure::kGiveUp;
+    } else if (JobEndedWhileUnreachable(options, task, state.status())) {
+      return AfterFailure::kJobDone;
     } else if (waited >= CoordinatorLossLimit(options)) {
       return AfterFailure::kGiveUp;
     } else if (absl::IsUnavailable(state.status())) {

@@ -167,11 +167,27 @@ class CompletionWatch {
 // Waits, heart-beating, until the job ends: OK when it succeeded. A PS or the evaluator
 // (`register_again`) registers again with a restarted chief; a trainer returns the ABORTED or
 // FAILED_PRECONDITION that says it must rejoin (RunWorker). The coordinator may be unreachable
-// for CoordinatorLossLimit.
+// for CoordinatorLossLimit, unless model_dir records the job's end (JobEndRecorded): OK then.
 [[nodiscard]] absl::Status WaitForJobEnd(CoordinatorService* coordinator, const TaskId& task,
                                          uint64_t incarnation, const MemberOptions& options,
                                          bool register_again,
                                          CoordinatorConnection* reconnect = nullptr);
+
+// Where the chief records, before it announces the end, that the job (MemberOptions::job_id) ended
+// successfully (under model_dir). A member that can no longer reach the coordinator reads it: the
+// chief may have ended the job and exited before this member saw the end (it was busy, or had not
+// registered again with a restarted chief), or the chief may have been restarted after the end.
+inline constexpr char kJobEndFile[] = "job_end.json";
+// Writes the record for options.job_id at `global_step`; OK without doing anything when there is
+// no job id or the job is a prediction (which leaves model_dir as it is).
+[[nodiscard]] absl::Status RecordJobEnd(const MemberOptions& options, int64_t global_step);
+// Whether model_dir holds the record of this job's successful end (false without a job id, in a
+// prediction, or when the record is missing or another job's).
+[[nodiscard]] absl::StatusOr<bool> JobEndRecorded(const MemberOptions& options);
+// The coordinator did not answer `task` with `status`: true (logged) when it is UNAVAILABLE and
+// model_dir records the job's end.
+bool JobEndedWhileUnreachable(const MemberOptions& options, const TaskId& task,
+                              const absl::Status& status);
 
 // Errors after which a trainer asks the coordinator whether the cluster is rolling back (a lost PS
 // shows up as UNAVAILABLE, or FAILED_PRECONDITION from a restarted one) before it gives up.
@@ -181,7 +197,8 @@ enum class AfterFailure { kRejoin, kJobDone, kJobFailed, kGiveUp };
 
 // A worker whose training failed with `failure`: kRejoin when the coordinator retired its
 // incarnation (a rollback: ABORTED) or does not know it (a restarted chief: FAILED_PRECONDITION),
-// kJobDone when the job ended successfully meanwhile, kJobFailed when the chief failed it, else
+// kJobDone when the job ended successfully meanwhile (the coordinator says so, or it is
+// unreachable and model_dir records the end), kJobFailed when the chief failed it, else
 // kGiveUp -- after waiting long enough
 // for the coordinator to declare a lost PS dead (heartbeat_timeout) or for a lost chief to come
 // back (CoordinatorLossLimit).

@@ -60,6 +60,7 @@ absl::Status RunRunCommand(const RunCommandOptions& options, std::ostream& out) 
         "no job secret (or shorter than 16 bytes): set SHOAL_JOB_SECRET or pass --secret-file "
         "FILE; `shoal launch` creates one");
   }
+  if (const char* job_id = std::getenv("SHOAL_JOB_ID"); job_id != nullptr) member.job_id = job_id;
   member.tls_cert_file = options.tls_cert_file;
   member.tls_key_file = options.tls_key_file;
   member.tls_ca_file = options.tls_ca_file;

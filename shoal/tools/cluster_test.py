@@ -413,6 +413,161 @@ def test_a_killed_evaluator_is_restarted_and_reports_the_final_evaluation(tmp_pa
     assert_finished_like_undisturbed(tmp_path, job, model_dir, out)
 
 
+def read_until(launch, pattern, timeout=120):
+    """The launcher's lines up to and including the first that matches `pattern`."""
+    seen = ""
+    deadline = time.time() + timeout
+    while time.time() < deadline and not re.search(pattern, seen):
+        line = launch.stdout.readline()
+        if not line:
+            break
+        seen += line
+    assert re.search(pattern, seen), seen[-3000:]
+    return seen
+
+
+def test_a_chief_killed_after_the_job_ended_tells_the_others_and_exits_0(tmp_path):
+    """Regression (chaos soak, issue 18): the chief was SIGKILLed after it had ended the job, while
+    it waited for the last task to see the end; the PS had seen it and exited 0. `shoal launch`
+    started the chief again, which waited 2 minutes for that PS and failed the job (exit 1). The
+    chief now records the end in model_dir first (job_end.json, with the launcher's SHOAL_JOB_ID);
+    the new chief finds it, tells the tasks still running and exits 0. The worker is stopped
+    after its last push so that the chief is still waiting for it once the PS has exited."""
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    model_dir = tmp_path / "m"
+    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "1",
+                               "--max-restarts", "1", "--model-dir", str(model_dir),
+                               "--set", "run.heartbeat_timeout_secs=5"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True)
+    worker = []
+    try:
+        seen = read_until(launch, r"\[worker:0\] .*worker:0 trained")
+        worker = task_pids(model_dir, "worker", 0)
+        assert len(worker) == 1, worker
+        os.kill(worker[0], signal.SIGSTOP)
+        seen += read_until(launch, r"\[chief:0\] .*job done at global step")
+        deadline = time.time() + 20
+        while task_pids(model_dir, "ps") and time.time() < deadline:
+            time.sleep(0.05)
+        assert not task_pids(model_dir, "ps"), "the PS did not exit on the job's end"
+        chief = task_pids(model_dir, "chief", 0)
+        assert len(chief) == 1, chief  # still waiting for the stopped worker to see the end
+        os.kill(chief[0], signal.SIGKILL)
+        os.kill(worker[0], signal.SIGCONT)
+        rest, _ = launch.communicate(timeout=60)
+    finally:
+        for pid in worker:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if launch.poll() is None:
+            os.killpg(launch.pid, signal.SIGKILL)  # the launcher and every member
+            launch.communicate()
+    out = seen + rest
+    assert launch.returncode == 0, out[-5000:]
+    assert "restarting chief:0 (restart 1 of 1)" in out, out[-5000:]
+    assert "ended successfully before this chief started" in out, out[-5000:]
+    assert "Restored" not in out.split("restarting chief:0")[1], out[-5000:]
+    assert json.loads((model_dir / "job_end.json").read_text())["global_step"] == \
+        json.loads((model_dir / "summary.json").read_text())["global_step"]
+
+
+def test_an_evaluator_that_missed_the_restarted_chief_s_end_exits_0(tmp_path):
+    """Regression (chaos soak, issue 18): the evaluator was busy when the chief was killed and had
+    not registered again when the restarted chief finished the job and exited; it kept calling
+    the gone coordinator until `shoal launch` stopped it 30 s later (on its own it would have
+    given up after 2 min with exit 1). A member that cannot reach the coordinator now ends well
+    when model_dir records this job's end. The evaluator is stopped from before the kill until
+    the new chief has exited."""
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
+    model_dir = tmp_path / "m"
+    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "1", "--workers", "1",
+                               "--evaluator", "--max-restarts", "1", "--model-dir", str(model_dir),
+                               *KILL_TEST_SETTINGS, "--set", "run.heartbeat_timeout_secs=3"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True)
+    evaluator = []
+    try:
+        seen = read_until(launch, r"\[(chief|worker):0\] .*\] step \d+ \|")
+        evaluator = task_pids(model_dir, "evaluator", 0)
+        chief = task_pids(model_dir, "chief", 0)
+        assert len(evaluator) == 1 and len(chief) == 1, (evaluator, chief)
+        os.kill(evaluator[0], signal.SIGSTOP)
+        os.kill(chief[0], signal.SIGKILL)
+        seen += read_until(launch, r"\[chief:0\] .*job done at global step")
+        deadline = time.time() + 20
+        while task_pids(model_dir, "chief") and time.time() < deadline:
+            time.sleep(0.05)
+        assert not task_pids(model_dir, "chief"), "the restarted chief did not exit"
+        os.kill(evaluator[0], signal.SIGCONT)
+        rest, _ = launch.communicate(timeout=20)  # shoal launch's exit_grace is 30 s
+    finally:
+        for pid in evaluator:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if launch.poll() is None:
+            os.killpg(launch.pid, signal.SIGKILL)  # the launcher and every member
+            launch.communicate()
+    out = seen + rest
+    assert launch.returncode == 0, out[-5000:]
+    assert "restarting chief:0 (restart 1 of 1)" in out, out[-5000:]
+    assert "evaluator:0: the coordinator is gone" in out, out[-5000:]
+    assert "records that the job ended successfully" in out, out[-5000:]
+    assert "evaluator:0 exited with code" not in out, out[-5000:]  # launch logs failed exits
+
+
+def test_a_ps_lost_during_the_final_evaluation_rolls_back_and_the_job_finishes(tmp_path):
+    """Regression (chaos soak, issue 18): a PS was SIGKILLed while the chief waited for the
+    evaluator's evaluation of the final checkpoint. Its new incarnation started a rollback, which
+    cleared the completion stage, so the evaluator never reported, and the chief kept waiting (up
+    to run.completion_timeout_secs, 30 min). The chief now sees the rollback in that wait: the
+    next generation restores the final checkpoint and the evaluator reports. The evaluator is
+    stopped from the stage's start until the rollback began, so that it cannot report first."""
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    model_dir = tmp_path / "m"
+    launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", "2", "--workers", "1",
+                               "--evaluator", "--max-restarts", "1", "--model-dir", str(model_dir),
+                               "--set", "run.heartbeat_timeout_secs=5"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True)
+    evaluator = []
+    try:
+        seen = read_until(launch, r"\[chief:0\] .*completion: final evaluation")
+        evaluator = task_pids(model_dir, "evaluator", 0)
+        assert len(evaluator) == 1, evaluator
+        os.kill(evaluator[0], signal.SIGSTOP)
+        ps = task_pids(model_dir, "ps", 0)
+        assert len(ps) == 1, ps
+        os.kill(ps[0], signal.SIGKILL)
+        seen += read_until(launch, r"rolling the cluster back .*ps:0 restarted", timeout=30)
+        os.kill(evaluator[0], signal.SIGCONT)
+        rest, _ = launch.communicate(timeout=60)
+    finally:
+        for pid in evaluator:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if launch.poll() is None:
+            os.killpg(launch.pid, signal.SIGKILL)  # the launcher and every member
+            launch.communicate()
+    out = seen + rest
+    assert launch.returncode == 0, out[-5000:]
+    assert "waiting for the evaluator's evaluation of the final checkpoint: ps:0 restarted" in out
+    rollbacks = json.loads(re.search(r"\[chief:0\] rollbacks: (\[.*\])", out).group(1))
+    assert [r["reason"] for r in rollbacks] == ["ps:0 restarted"], rollbacks
+    assert rollbacks[0]["steps_lost"] == 0, rollbacks  # the final checkpoint was taken
+    summary = json.loads((model_dir / "summary.json").read_text())
+    assert f"final evaluation at global step {summary['global_step']} reported" in out
+    tasks = data_tasks(out)
+    assert tasks["epochs_completed"] == 2, tasks
+    assert tasks["records_per_epoch"] == [len(job.train_rows)] * 2, tasks
+
+
 def cluster_env(ports, task_type, index, secret=SECRET):
     cluster = {"chief": [f"127.0.0.1:{ports[0]}"], "ps": [f"127.0.0.1:{ports[1]}"]}
     env = dict(os.environ, TF_CONFIG=json.dumps(

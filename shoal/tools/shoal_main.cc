@@ -240,7 +240,7 @@ void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOpti
   CLI::App* run_cmd = AddJobCommand(
       app, "run",
       "Run one member of a cluster; its role comes from TF_CONFIG (or --cluster), the job's "
-      "secret from SHOAL_JOB_SECRET (or --secret-file)",
+      "secret from SHOAL_JOB_SECRET (or --secret-file), its id from SHOAL_JOB_ID",
       run.job);
   run_cmd->add_option("--cluster", run.cluster_file, "A TF_CONFIG-shaped JSON file");
   run_cmd->add_option("--secret-file", run.secret_file, "File holding the job's secret");
