@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Chaos soak: kills one random member of each of N `shoal launch` jobs and checks that every job
-still ends well (docs/benchmarks.md, "Chaos soak (issue 18)"; docs/reliability-chaos.md).
+still ends well (docs/benchmarks.md, "Chaos soak (issue 18)"; docs/reliability.md, "Chaos soak").
 
 Each job is the small CSV task of shoal/tools/job_cli_test.py (600 rows, wide & deep) on 2 PS, the
 chief, 2 workers and an evaluator, with `--max-restarts 1`: 30 epochs of 1 KiB data tasks (17 per
