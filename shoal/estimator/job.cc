@@ -80,10 +80,10 @@ std::set<std::string> UsedColumns(const FeatureColumns& f) {
 }
 
 // The inputs of an export's signature: the input's schema (field order), format and label.
-Signature SignatureOf(const JobConfig& job, const InputConfig& input, const Schema& schema) {
+Signature SignatureOf(const JobConfig& job, const std::string& format, const Schema& schema) {
   Signature signature;
-  signature.format = input.format;
-  signature.delimiter = input.format == "tsv" ? '\t' : ',';
+  signature.format = format;
+  signature.delimiter = format == "tsv" ? '\t' : ',';
   signature.label = job.features.label.source;
   const std::set<std::string> used = UsedColumns(job.features);
   for (const ColumnSpec& c : schema.columns) {
@@ -126,6 +126,18 @@ absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs, const Jo
   ASSIGN_OR_RETURN(const InputConfig as_read,
                    InputAsRead(fs, job.features.label.source, input, layout.require_label), name);
   ASSIGN_OR_RETURN(Schema schema, InputSchema(fs, as_read), name);
+  return EstimatorConfigFromSchema(fs, job, models,
+                                   {.schema = std::move(schema),
+                                    .format = input.format,
+                                    .name = name,
+                                    .require_label = layout.require_label});
+}
+
+absl::StatusOr<EstimatorConfig> EstimatorConfigFromSchema(FileSystems& fs, const JobConfig& job,
+                                                          const ModelRegistry& models,
+                                                          const LayoutSchema& layout) {
+  const Schema& schema = layout.schema;
+  const std::string& name = layout.name;
   ASSIGN_OR_RETURN(
       FeatureSet features,
       FeatureSet::Create(ColumnsAsRead(job.features, schema, layout.require_label), schema, fs),
@@ -139,7 +151,7 @@ absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs, const Jo
   config.optimizer = job.optimizer;
   config.wide_optimizer = job.wide_optimizer;
   config.run = job.run;
-  config.export_signature = SignatureOf(job, input, schema);
+  config.export_signature = SignatureOf(job, layout.format, schema);
   // Vocabulary files travel with the export (assets/), and its config.yaml names them there:
   // relative paths in a config resolve against the config file's directory.
   JobConfig exported = job;

@@ -47,6 +47,20 @@ struct LayoutInput {
                                                                      const ModelRegistry& models,
                                                                      const LayoutInput& layout);
 
+// The feature layout of a schema known without files, e.g. a table in memory (table_input.h).
+struct LayoutSchema {
+  Schema schema;
+  std::string format = "csv";  // the export signature's format (serving parses CSV lines so)
+  std::string name;            // in errors, e.g. "numpy_input_fn"
+  bool require_label = true;
+};
+
+// As above, with the layout of `layout.schema`.
+[[nodiscard]] absl::StatusOr<EstimatorConfig> EstimatorConfigFromSchema(FileSystems& fs,
+                                                                        const JobConfig& job,
+                                                                        const ModelRegistry& models,
+                                                                        const LayoutSchema& layout);
+
 // Opens `input` (named `name` in errors, e.g. "input.eval") from its start on each call.
 InputFn InputFromConfig(FileSystems& fs, const FeatureColumns& columns, const InputConfig& input,
                         std::string name, const FeatureInput::Options& options = {});
