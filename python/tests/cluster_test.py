@@ -1,0 +1,138 @@
+"""Every role in Python: four processes run the same script with their own TF_CONFIG (a parameter
+server, the chief, a worker, the evaluator), as TF users do with run-dist.sh. The job trains
+exactly its epochs over the data tasks, evaluates, exports, and every process exits 0."""
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pandas as pd
+
+SCRIPT = textwrap.dedent("""\
+    import json, sys
+    import shoal.compat.v1 as tf
+
+    data, model_dir = sys.argv[1], sys.argv[2]
+    colour = tf.feature_column.categorical_column_with_vocabulary_list(
+        "colour", ["red", "green", "blue"])
+    age = tf.feature_column.numeric_column("age", normalizer_fn=lambda x: (x - 50) / 20)
+    est = tf.estimator.DNNLinearCombinedClassifier(
+        model_dir=model_dir, linear_feature_columns=[colour],
+        dnn_feature_columns=[age, tf.feature_column.indicator_column(colour)],
+        dnn_hidden_units=[8], config=tf.estimator.RunConfig(save_checkpoints_steps=20))
+
+    def input_fn(pattern, epochs):
+        return lambda: tf.data.experimental.make_csv_dataset(
+            pattern, batch_size=50, label_name="label", num_epochs=epochs, shuffle=False)
+
+    serving = tf.estimator.export.build_parsing_serving_input_receiver_fn(
+        tf.feature_column.make_parse_example_spec([colour, age]))
+    train_spec = tf.estimator.TrainSpec(input_fn(data + "/train-*.csv", 2))
+    eval_spec = tf.estimator.EvalSpec(
+        input_fn(data + "/eval.csv", 1), steps=None, start_delay_secs=0, throttle_secs=1,
+        exporters=[tf.estimator.FinalExporter("final", serving)])
+    metrics, exports = tf.estimator.train_and_evaluate(est, train_spec, eval_spec)
+    if metrics is not None:
+        print("RESULT " + json.dumps({"auc": float(metrics["auc"]), "exports": exports}),
+              flush=True)
+    """)
+
+
+def free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def write_data(data, rows_per_file, files, seed):
+    rng = np.random.default_rng(seed)
+    for name in [f"train-{i}.csv" for i in range(files)] + ["eval.csv"]:
+        colour = rng.choice(["red", "green", "blue"], size=rows_per_file)
+        age = rng.uniform(20, 80, size=rows_per_file).round(1)
+        p = 1 / (1 + np.exp(-((colour == "red") * 2.0 - 1 + (age - 50) / 10)))
+        label = (rng.uniform(size=rows_per_file) < p).astype(int)
+        pd.DataFrame({"colour": colour, "age": age, "label": label}).to_csv(
+            data / name, index=False)
+
+
+def test_four_python_processes_train_evaluate_export_and_exit(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    write_data(data, 200, 6, 1)
+    script = tmp_path / "main.py"
+    script.write_text(SCRIPT)
+    model_dir = tmp_path / "model"
+    ps, chief, worker = (f"127.0.0.1:{p}" for p in free_ports(3))
+    # As in TF, the evaluator is not in "cluster": it only names itself in "task".
+    cluster = {"ps": [ps], "chief": [chief], "worker": [worker]}
+    env = dict(os.environ, SHOAL_JOB_SECRET=secrets.token_hex(16))
+    procs = {}
+    logs = {}
+    for task, index in (("ps", 0), ("chief", 0), ("worker", 0), ("evaluator", 0)):
+        tf_config = {"cluster": cluster, "task": {"type": task, "index": index}}
+        logs[task] = open(tmp_path / f"{task}.log", "w+")
+        procs[task] = subprocess.Popen(
+            [sys.executable, str(script), str(data), str(model_dir)],
+            env=dict(env, TF_CONFIG=json.dumps(tf_config)), stdout=logs[task],
+            stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 240
+    codes = {}
+    try:
+        for task, proc in procs.items():
+            codes[task] = proc.wait(timeout=max(1, deadline - time.time()))
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+    texts = {}
+    for task, log in logs.items():
+        log.seek(0)
+        texts[task] = log.read()
+    assert codes == {"ps": 0, "chief": 0, "worker": 0, "evaluator": 0}, \
+        "\n".join(f"--- {t} (exit {codes.get(t)}):\n{texts[t][-3000:]}" for t in texts)
+    result = json.loads(next(line for line in texts["chief"].splitlines()
+                             if line.startswith("RESULT "))[len("RESULT "):])
+    assert result["auc"] > 0.7, result
+    with open(model_dir / "summary.json") as f:
+        summary = json.load(f)
+    assert summary["examples"] == 2 * 6 * 200  # exactly two epochs over the data tasks
+    assert summary["epochs_completed"] == 2
+    exports = list((model_dir / "export" / "final").iterdir())
+    assert len(exports) == 1 and (exports[0] / "export.json").exists()
+
+
+def test_shoal_launch_python_starts_the_script_in_every_role(tmp_path):
+    """`shoal launch --python main.py`: the launcher makes the ports, the secret and each task's
+    TF_CONFIG, as it does for `shoal run` members."""
+    shoal_bin = os.environ.get("SHOAL_BIN")
+    if not shoal_bin:
+        import pytest
+        pytest.skip("SHOAL_BIN (the CLI) is not set")
+    data = tmp_path / "data"
+    data.mkdir()
+    write_data(data, 150, 4, 2)
+    script = tmp_path / "main.py"
+    script.write_text(SCRIPT)
+    model_dir = tmp_path / "model"
+    out = subprocess.run(
+        [shoal_bin, "launch", "--ps", "1", "--workers", "1", "--evaluator", "--python",
+         str(script), "--arg", str(data), "--arg", str(model_dir), "--interpreter",
+         sys.executable], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    lines = out.stdout.splitlines() + out.stderr.splitlines()
+    assert any(line.startswith("[chief:0] RESULT ") for line in lines), lines[-20:]
+    with open(model_dir / "summary.json") as f:
+        assert json.load(f)["examples"] == 2 * 4 * 150
+    bad = subprocess.run([shoal_bin, "launch", "--python", str(tmp_path / "nope.py")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "does not exist" in bad.stderr

@@ -1,0 +1,321 @@
+"""The Python package's Estimator API on the C++ engine (docs/python.md): canned estimators over
+numpy/pandas and file inputs, results equal to the YAML path, hooks, errors, predict, export,
+variables, Ctrl-C. Needs the installed package (scripts/python-package.sh); the 4-process
+TF_CONFIG cluster is in cluster_test.py."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import shoal.compat.v1 as tf
+from shoal import errors
+
+SHOAL_BIN = os.environ.get("SHOAL_BIN")
+
+
+def linear_data(rows=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, size=rows).astype(np.float32)
+    y = (2 * x + 1 + rng.normal(0, 0.01, size=rows)).astype(np.float32)
+    return x, y
+
+
+def ctr_frame(rows, seed):
+    """A small CTR-like table: two categorical and two numeric columns, a 0/1 label."""
+    rng = np.random.default_rng(seed)
+    colour = rng.choice(["red", "green", "blue", "black"], size=rows)
+    city = rng.choice([f"c{i}" for i in range(30)], size=rows)
+    age = rng.uniform(18, 80, size=rows).round(1)
+    hours = rng.integers(1, 60, size=rows)
+    logit = (colour == "red") * 1.5 - (colour == "blue") * 1.0 + (age - 45) / 15 + \
+        np.array([int(c[1:]) % 3 for c in city]) * 0.5 - 1
+    label = (rng.uniform(size=rows) < 1 / (1 + np.exp(-logit))).astype(np.int64)
+    return pd.DataFrame({"colour": colour, "city": city, "age": age, "hours": hours,
+                         "label": label})
+
+
+def wide_deep_columns():
+    colour = tf.feature_column.categorical_column_with_vocabulary_list(
+        "colour", ["red", "green", "blue", "black"])
+    city = tf.feature_column.categorical_column_with_hash_bucket("city", 100)
+    age = tf.feature_column.numeric_column("age", normalizer_fn=lambda x: (x - 49.0) / 18.0)
+    age_buckets = tf.feature_column.bucketized_column(
+        tf.feature_column.numeric_column("age"), [30, 40, 50, 60])
+    linear = [colour, city, age_buckets, tf.feature_column.crossed_column([colour, "city"], 500)]
+    deep = [age, tf.feature_column.numeric_column("hours"),
+            tf.feature_column.indicator_column(colour),
+            tf.feature_column.embedding_column(city, 4)]
+    return linear, deep
+
+
+def test_a_linear_regressor_learns_a_line_from_numpy(tmp_path):
+    x, y = linear_data()
+    est = tf.estimator.LinearRegressor(
+        [tf.feature_column.numeric_column("x")], model_dir=str(tmp_path / "m"),
+        optimizer=tf.train.GradientDescentOptimizer(0.1))
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=32, num_epochs=5,
+                                                 shuffle=True))
+    metrics = est.evaluate(tf.estimator.inputs.numpy_input_fn({"x": x}, y, shuffle=False))
+    assert metrics["global_step"] == 313  # 10000 rows in batches of 32 spanning epochs, as TF
+    assert metrics["loss"] < 0.01
+    names = est.get_variable_names()
+    weights = [n for n in names if "dense" in n or "kernel" in n or "weights" in n]
+    assert weights, names
+    values = {n: est.get_variable_value(n) for n in names
+              if n.startswith("linear") and "slot" not in n}
+    flat = np.concatenate([np.ravel(v) for v in values.values()])
+    assert np.any(np.abs(flat - 2.0) < 0.1), values  # the weight of x
+    assert np.any(np.abs(flat - 1.0) < 0.1), values  # the bias
+
+
+def test_same_config_same_metrics_as_the_yaml_path(tmp_path):
+    """A make_csv_dataset wide & deep trained through Python and the same job as YAML through
+    `shoal train`: one thread, the same seed -> the same metrics, to the last digit printed."""
+    if not SHOAL_BIN:
+        pytest.skip("SHOAL_BIN (the CLI) is not set")
+    train_csv, eval_csv = tmp_path / "train.csv", tmp_path / "eval.csv"
+    ctr_frame(3000, 1).to_csv(train_csv, index=False)
+    ctr_frame(1000, 2).to_csv(eval_csv, index=False)
+    linear, deep = wide_deep_columns()
+    est = tf.estimator.DNNLinearCombinedClassifier(
+        model_dir=str(tmp_path / "py"), linear_feature_columns=linear,
+        dnn_feature_columns=deep, dnn_hidden_units=[16, 8],
+        config=tf.estimator.RunConfig(tf_random_seed=7, save_checkpoints_steps=1000))
+
+    def input_fn(path, epochs, shuffle):
+        return lambda: tf.data.experimental.make_csv_dataset(
+            str(path), batch_size=64, label_name="label", num_epochs=epochs, shuffle=shuffle,
+            shuffle_seed=3)
+
+    est.train(input_fn(train_csv, 2, True))
+    py_metrics = est.evaluate(input_fn(eval_csv, 1, False))
+
+    # The same job as YAML: column types as make_csv_dataset inferred them.
+    config = tmp_path / "job.yaml"
+    config.write_text(textwrap.dedent(f"""\
+        model_dir: {tmp_path / "yaml"}
+        features:
+          numeric:
+            - {{name: age, normalizer: standardize, mean: 49.0, stddev: 18.0}}
+            - {{name: hours}}
+          hashed: [{{name: city, hash_bucket_size: 100}}]
+          vocabulary: [{{name: colour, vocabulary: [red, green, blue, black]}}]
+          bucketized: [{{name: age_bucketized, source: age, boundaries: [30, 40, 50, 60]}}]
+          crossed: [{{name: colour_X_city, keys: [colour, city], hash_bucket_size: 500}}]
+          embedding: [{{categorical: city, dimension: 4}}]
+          indicator: [{{categorical: colour}}]
+          wide: [{{categorical: colour}}, {{categorical: city}}, {{categorical: age_bucketized}},
+                 {{categorical: colour_X_city}}]
+          label: label
+        model: {{type: wide_deep, hidden_units: [16, 8]}}
+        wide_optimizer: {{name: ftrl, learning_rate: 0.2}}
+        run: {{seed: 7, save_checkpoints_steps: 1000, save_checkpoints_secs: 0}}
+        input:
+          train:
+            files: [{train_csv}]
+            format: csv
+            schema: [{{name: colour, type: string}}, {{name: city, type: string}},
+                     {{name: age, type: float}}, {{name: hours, type: int64}},
+                     {{name: label, type: int64}}]
+            batch_size: 64
+            num_epochs: 2
+            shuffle_buffer: 10000
+            shuffle_files: true
+            seed: 3
+          eval:
+            files: [{eval_csv}]
+            format: csv
+            schema: [{{name: colour, type: string}}, {{name: city, type: string}},
+                     {{name: age, type: float}}, {{name: hours, type: int64}},
+                     {{name: label, type: int64}}]
+            batch_size: 64
+        """))
+    subprocess.run([SHOAL_BIN, "train", str(config)], check=True, capture_output=True)
+    out = subprocess.run([SHOAL_BIN, "evaluate", str(config)], check=True,
+                         capture_output=True, text=True).stdout
+    with open(tmp_path / "yaml" / "eval" / "metrics.json") as f:
+        yaml_metrics = json.load(f)["metrics"]
+    assert py_metrics["auc"] > 0.7, py_metrics
+    for name in ("loss", "auc", "accuracy"):
+        assert py_metrics[name] == pytest.approx(yaml_metrics[name], abs=1e-6), (name, out)
+
+
+def test_pandas_input_with_a_label_vocabulary_predicts_class_strings(tmp_path):
+    df = ctr_frame(2000, 3)
+    labels = df.pop("label").map({0: "no", 1: "yes"})
+    linear, deep = wide_deep_columns()
+    est = tf.estimator.DNNLinearCombinedClassifier(
+        model_dir=str(tmp_path / "m"), linear_feature_columns=linear, dnn_feature_columns=deep,
+        dnn_hidden_units=[8], label_vocabulary=["no", "yes"])
+    est.train(tf.estimator.inputs.pandas_input_fn(df, labels, shuffle=True, num_epochs=3))
+    metrics = est.evaluate(tf.estimator.inputs.pandas_input_fn(df, labels, shuffle=False))
+    assert metrics["auc"] > 0.7
+    predictions = list(est.predict(tf.estimator.inputs.pandas_input_fn(
+        df.head(5), shuffle=False)))
+    assert len(predictions) == 5
+    p = predictions[0]
+    assert set(p) >= {"logits", "logistic", "probabilities", "class_ids", "classes"}
+    assert p["classes"][0] in (b"no", b"yes")
+    assert p["probabilities"].sum() == pytest.approx(1.0, abs=1e-6)
+    assert p["classes"][0] == [b"no", b"yes"][int(p["class_ids"][0])]
+    only = list(est.predict(tf.estimator.inputs.pandas_input_fn(df.head(3), shuffle=False),
+                            predict_keys=["logistic"]))
+    assert [set(o) for o in only] == [{"logistic"}] * 3
+    bad = labels.copy()
+    bad.iloc[7] = "maybe"
+    with pytest.raises(ValueError, match="row 7: label 'maybe' is not in label_vocabulary"):
+        est.train(tf.estimator.inputs.pandas_input_fn(df, bad, shuffle=False))
+
+
+def test_a_hook_stops_training_and_sees_the_steps(tmp_path):
+    x, y = linear_data()
+
+    class Recorder(tf.train.SessionRunHook):
+        def __init__(self):
+            self.calls, self.steps, self.losses = [], [], []
+
+        def begin(self):
+            self.calls.append("begin")
+
+        def after_create_session(self, session, coord):
+            self.calls.append("after_create_session")
+
+        def before_run(self, run_context):
+            return tf.train.SessionRunArgs({"step": tf.train.get_global_step(), "loss": "loss"})
+
+        def after_run(self, run_context, run_values):
+            self.steps.append(run_values.results["step"])
+            self.losses.append(run_values.results["loss"])
+            if run_values.results["step"] + 1 >= 12:
+                run_context.request_stop()
+
+        def end(self, session):
+            self.calls.append("end")
+
+    hook = Recorder()
+    est = tf.estimator.LinearRegressor([tf.feature_column.numeric_column("x")],
+                                       model_dir=str(tmp_path / "m"))
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=10, num_epochs=None,
+                                                 shuffle=True), hooks=[hook])
+    assert hook.calls == ["begin", "after_create_session", "end"]
+    assert hook.steps == list(range(12))
+    assert all(np.isfinite(hook.losses))
+    assert est.latest_checkpoint().endswith("ckpt-12")
+    # StopAtStepHook, then max_steps across calls.
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, num_epochs=None, shuffle=False),
+              hooks=[tf.train.StopAtStepHook(num_steps=5)])
+    assert est.latest_checkpoint().endswith("ckpt-17")
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, num_epochs=None, shuffle=False),
+              max_steps=20)
+    assert est.latest_checkpoint().endswith("ckpt-20")
+
+
+def test_a_hooks_exception_reaches_the_caller_and_the_checkpoint_stays(tmp_path):
+    x, y = linear_data()
+
+    class Boom(tf.train.SessionRunHook):
+        def after_run(self, run_context, run_values):
+            raise RuntimeError("boom from the hook")
+
+    est = tf.estimator.LinearRegressor([tf.feature_column.numeric_column("x")],
+                                       model_dir=str(tmp_path / "m"))
+    with pytest.raises(RuntimeError, match="boom from the hook"):
+        est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, shuffle=False), hooks=[Boom()])
+
+
+def test_bad_arguments_are_clear_errors(tmp_path):
+    fc = tf.feature_column
+    with pytest.raises(ValueError, match=r"numeric_column\('a'\): shape must be positive"):
+        fc.numeric_column("a", shape=(0,))
+    with pytest.raises(ValueError, match="normalizer_fn is not one of the forms"):
+        fc.numeric_column("a", normalizer_fn=lambda x: x ** 2)
+    with pytest.raises(ValueError, match="n_classes must be > 1"):
+        tf.estimator.LinearClassifier([fc.numeric_column("a")], n_classes=1)
+    with pytest.raises(ValueError, match="Items of feature_columns must be a DenseColumn"):
+        tf.estimator.DNNClassifier([4], [fc.categorical_column_with_hash_bucket("c", 10)])
+    with pytest.raises(ValueError, match="shuffle must be provided explicitly"):
+        tf.estimator.inputs.numpy_input_fn({"a": np.zeros(3)}, np.zeros(3))
+    with pytest.raises(ValueError, match="Can not provide both steps and max_steps"):
+        tf.estimator.LinearRegressor([fc.numeric_column("a")], model_dir=str(tmp_path)).train(
+            lambda: None, steps=1, max_steps=2)
+    # The engine's own check, as a ValueError naming the column: a feature the data lacks.
+    est = tf.estimator.LinearRegressor([fc.numeric_column("missing")],
+                                       model_dir=str(tmp_path / "m"))
+    with pytest.raises(errors.InvalidArgumentError, match="missing") as e:
+        est.train(tf.estimator.inputs.numpy_input_fn({"a": np.zeros(4)}, np.zeros(4),
+                                                     shuffle=False))
+    assert isinstance(e.value, ValueError)
+    # A missing file: NotFoundError, a FileNotFoundError.
+    with pytest.raises(FileNotFoundError):
+        est.train(lambda: tf.data.experimental.make_csv_dataset(
+            str(tmp_path / "nope-*.csv"), 32, label_name="y"))
+    # Prediction before training.
+    with pytest.raises(ValueError, match="Could not find trained model"):
+        list(est.predict(tf.estimator.inputs.numpy_input_fn({"missing": np.zeros(2)},
+                                                            shuffle=False)))
+
+
+def test_export_is_served_by_the_engines_predictor(tmp_path):
+    x, y = linear_data()
+    est = tf.estimator.LinearRegressor([tf.feature_column.numeric_column("x")],
+                                       model_dir=str(tmp_path / "m"),
+                                       optimizer=tf.train.GradientDescentOptimizer(0.1))
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, num_epochs=3, shuffle=True))
+    receiver = tf.estimator.export.build_parsing_serving_input_receiver_fn(
+        tf.feature_column.make_parse_example_spec([tf.feature_column.numeric_column("x")]))
+    path = est.export_saved_model(str(tmp_path / "export"), receiver)
+    assert isinstance(path, bytes)
+    path = path.decode()
+    with open(os.path.join(path, "export.json")) as f:
+        meta = json.load(f)
+    assert meta["global_step"] == int(est.latest_checkpoint().rsplit("-", 1)[1])
+    assert [i["name"] for i in meta["signature"]["inputs"]] == ["x"]
+    if SHOAL_BIN:  # the CLI scores the same rows as predict
+        rows = tmp_path / "rows.csv"
+        rows.write_text("x\n0.5\n-0.25\n")
+        out = subprocess.run([SHOAL_BIN, "inspect", path], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+    got = [p["predictions"][0] for p in est.predict(tf.estimator.inputs.numpy_input_fn(
+        {"x": np.array([0.5, -0.25], dtype=np.float32)}, shuffle=False))]
+    assert got == pytest.approx([2.0, 0.5], abs=0.1)
+
+
+def test_ctrl_c_stops_training_with_its_checkpoint(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(f"""\
+        import numpy as np, sys
+        import shoal.compat.v1 as tf
+        x = np.random.default_rng(0).uniform(size=100000).astype(np.float32)
+        est = tf.estimator.LinearRegressor([tf.feature_column.numeric_column("x")],
+            model_dir={str(tmp_path / "m")!r},
+            config=tf.estimator.RunConfig(save_checkpoints_steps=100000))
+        class Ready(tf.train.SessionRunHook):
+            def after_run(self, ctx, values):
+                if not hasattr(self, "said"):
+                    self.said = print("training", flush=True)
+        try:
+            est.train(tf.estimator.inputs.numpy_input_fn({{"x": x}}, 2 * x, batch_size=8,
+                      num_epochs=None, shuffle=True), hooks=[Ready()])
+        except KeyboardInterrupt:
+            print("interrupted at", est.latest_checkpoint(), flush=True)
+            sys.exit(42)
+        """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "training"
+    time.sleep(0.5)
+    sent = time.time()
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 42, out
+    assert time.time() - sent < 10
+    checkpoint = out.strip().split()[-1]
+    step = int(checkpoint.rsplit("-", 1)[1])
+    assert step > 0 and os.path.isdir(checkpoint)
