@@ -116,7 +116,11 @@ absl::StatusOr<Child> Spawn(const std::string& name, const std::string& binary,
   for (std::string& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), envp.data());
+  // A program without '/' (the --python interpreter) is looked up on PATH.
+  const int rc =
+      binary.find('/') == std::string::npos
+          ? posix_spawnp(&pid, binary.c_str(), &actions, nullptr, argv.data(), envp.data())
+          : posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   if (rc != 0) {
@@ -235,10 +239,14 @@ absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
                                       {"task", {{"type", task.type}, {"index", task.index}}}};
     std::vector<std::string> args = {"run"};
     args.insert(args.end(), options.run_args.begin(), options.run_args.end());
+    if (!options.command.empty()) {
+      args.assign(options.command.begin() + 1, options.command.end());
+    }
     std::vector<std::string> env = {"TF_CONFIG=" + tf_config.dump(), "SHOAL_JOB_SECRET=" + secret,
                                     "SHOAL_JOB_ID=" + job_id};
     absl::StatusOr<Child> child =
-        Spawn(absl::StrCat(task.type, ":", task.index), binary, args, env);
+        Spawn(absl::StrCat(task.type, ":", task.index),
+              options.command.empty() ? binary : options.command.front(), args, env);
     if (!child.ok()) {
       start_status = child.status();
       break;
@@ -308,7 +316,9 @@ absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
       const Child& dead = children[i];
       LOG(WARNING) << "restarting " << dead.name << " (restart " << dead.restarts + 1 << " of "
                    << options.max_restarts << ")";
-      absl::StatusOr<Child> again = Spawn(dead.name, binary, dead.args, dead.env);
+      absl::StatusOr<Child> again =
+          Spawn(dead.name, options.command.empty() ? binary : options.command.front(), dead.args,
+                dead.env);
       if (!again.ok()) {
         LOG(WARNING) << "restarting " << dead.name << " failed: " << again.status();
         continue;

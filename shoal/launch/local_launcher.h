@@ -27,8 +27,12 @@ namespace shoal {
 struct LaunchOptions {
   std::string binary;                 // the shoal executable (default: this process's)
   std::vector<std::string> run_args;  // arguments after `shoal run`: CONFIG, --set ..., etc.
-  int num_ps = 1;                     // >= 1
-  int num_workers = 0;                // workers besides the chief (which trains too), >= 0
+  // When not empty, every task runs this program instead of `binary run run_args` (found on
+  // PATH when it has no '/'), e.g. {"python3", "main.py"}: a script whose train_and_evaluate
+  // takes its role from TF_CONFIG (`shoal launch --python`, docs/python.md).
+  std::vector<std::string> command;
+  int num_ps = 1;       // >= 1
+  int num_workers = 0;  // workers besides the chief (which trains too), >= 0
   bool evaluator = false;
   std::string host = "127.0.0.1";
   // A worker that dies (exits non-zero or by a signal) while the chief runs is started again, at

@@ -86,6 +86,29 @@ absl::StatusOr<int> RunLaunchCommand(const LaunchCommandOptions& options) {
   launch.num_workers = options.num_workers;
   launch.evaluator = options.evaluator;
   launch.max_restarts = options.max_restarts;
+  if (!options.python_script.empty()) {
+    // A Python program per task: its own train_and_evaluate reads TF_CONFIG (docs/python.md).
+    if (!options.job.config.empty() || !options.job.overrides.empty() ||
+        !options.job.model_dir.empty() || !options.job.predict_output.empty()) {
+      return absl::InvalidArgumentError(
+          "--python SCRIPT runs the script in every task: give no CONFIG, --set, --model-dir or "
+          "--predict-output (the script sets its own; pass it arguments with --arg)");
+    }
+    FileSystems& fs = DefaultFileSystems();
+    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(options.python_script));
+    ASSIGN_OR_RETURN(const bool exists, file_system->FileExists(options.python_script));
+    if (!exists) {
+      return absl::NotFoundError(
+          absl::StrCat("--python: the script '", options.python_script, "' does not exist"));
+    }
+    launch.command = {options.interpreter, options.python_script};
+    launch.command.insert(launch.command.end(), options.python_args.begin(),
+                          options.python_args.end());
+    return LaunchLocalCluster(launch);
+  }
+  if (options.job.config.empty()) {
+    return absl::InvalidArgumentError("launch needs a CONFIG (or --python SCRIPT)");
+  }
   launch.run_args.push_back(options.job.config);
   for (const std::string& o : options.job.overrides) {
     launch.run_args.push_back("--set");

@@ -36,6 +36,11 @@ struct LaunchCommandOptions {
   int num_workers = 1;
   bool evaluator = false;
   int max_restarts = 3;
+  // `--python SCRIPT`: every task runs `INTERPRETER SCRIPT ARGS...` instead of `shoal run CONFIG`
+  // (a TF Estimator program whose train_and_evaluate reads TF_CONFIG; docs/python.md).
+  std::string python_script;
+  std::vector<std::string> python_args;
+  std::string interpreter = "python3";
 };
 
 // The chief's exit code.

@@ -280,6 +280,16 @@ void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOpti
       ->capture_default_str()
       ->check(CLI::Range(0, 100));
   AddClusterPredictionFlags(*launch_cmd, launch.job);
+  // CONFIG or a Python program (RunLaunchCommand checks that exactly one is given).
+  launch_cmd->get_option("CONFIG")->required(false);
+  launch_cmd->add_option("--python", launch.python_script,
+                         "Run this Python script in every task instead of `shoal run CONFIG`: "
+                         "its train_and_evaluate takes the task's role from TF_CONFIG "
+                         "(docs/python.md)");
+  launch_cmd->add_option("--arg", launch.python_args,
+                         "With --python: an argument for the script (repeatable, in order)");
+  launch_cmd->add_option("--interpreter", launch.interpreter, "With --python: the interpreter")
+      ->capture_default_str();
   launch_cmd->callback([&launch, &exit_code] {
     absl::StatusOr<int> code = RunLaunchCommand(launch);
     if (!code.ok()) {
