@@ -68,7 +68,7 @@ class Dataset:
         self.skipped = 0
 
     def _copy(self):
-        new = Dataset.__new__(Dataset)
+        new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
         return new
 
@@ -94,18 +94,35 @@ class Dataset:
         if label is not None and not isinstance(label, _Column):
             raise ValueError("Dataset.map: the label must be one parsed column")
         if record.kind == "line":
-            # decode_csv's columns in field order, named by the dict (or the label).
+            # decode_csv's columns in field order, named by the dict; the label (popped from it)
+            # by the header line when the files have one, else "__label__".
             names = {id(c): k for k, c in features.items() if isinstance(c, _Column)}
-            if label is not None:
-                names[id(label)] = label.name if id(label) not in names else names[id(label)]
+            header = _header_of(self.files, getattr(record, "delimiter", ",")) \
+                if self.header else None
+            if header is not None and len(header) != len(record.parsed):
+                raise ValueError(f"Dataset.map: decode_csv has {len(record.parsed)} defaults, "
+                                 f"the header of {self.files[0]} {len(header)} fields")
             schema = []
-            for c in record.parsed:
+            for i, c in enumerate(record.parsed):
                 name = names.get(id(c))
-                if name is None:
+                if header is not None:
+                    if name is not None and name != header[i]:
+                        raise ValueError(f"Dataset.map: field {i} is named {name!r} by the map "
+                                         f"and {header[i]!r} by the header of {self.files[0]}: "
+                                         "use the header's names")
+                    name = header[i]
+                elif c is label:
+                    name = "__label__"
+                elif name is None:
                     name = f"_unused_{c.name}"
                 schema.append((name, c.kind, c.default))
+                if c is label:
+                    new.label = name
             new.schema = schema
-            new.label = names.get(id(label)) if label is not None else None
+            if label is not None and new.label is None:
+                raise ValueError("Dataset.map: the label must be one of decode_csv's columns")
+            if label is None:
+                new.label = None
             new.format = "tsv" if getattr(record, "delimiter", ",") == "\t" else "csv"
         else:
             new.schema = [(c.name, c.kind, c.default) for c in record.parsed]
@@ -180,6 +197,48 @@ class Dataset:
         return section, self.label
 
 
+class TensorSliceDataset(Dataset):
+    """``tf.data.Dataset.from_tensor_slices((features, labels))`` over numpy/pandas data: an
+    in-memory input like numpy_input_fn (batched, shuffled and repeated in C++)."""
+
+    def __init__(self, tensors):
+        super().__init__([], "memory")
+        if isinstance(tensors, tuple) and len(tensors) == 2:
+            features, labels = tensors
+        else:
+            features, labels = tensors, None
+        if hasattr(features, "columns") and hasattr(features, "to_dict"):  # a DataFrame
+            features = {str(c): features[c] for c in features.columns}
+        if not isinstance(features, dict):
+            raise ValueError("from_tensor_slices: give a dict of feature arrays (or a DataFrame), "
+                             "optionally with the labels: (features, labels)")
+        self.features, self.labels = features, labels
+        self.batches_span_epochs = False
+
+    def repeat(self, count=None):
+        new = super().repeat(count)
+        new.batches_span_epochs = self.batch_size is None  # repeat before batch: batches span
+        return new
+
+    def map(self, map_func, num_parallel_calls=None, deterministic=None):
+        raise ValueError("Dataset.map on in-memory slices is not supported: transform the arrays "
+                         "before from_tensor_slices")
+
+    def table_input(self):
+        from shoal.estimator.inputs import TableInput
+        return TableInput(self.features, self.labels, self.batch_size or 1,
+                          None if self.num_epochs == 0 else self.num_epochs,
+                          self.shuffle_buffer > 1, self.drop_remainder, "from_tensor_slices",
+                          batches_span_epochs=self.batches_span_epochs)
+
+
+def _from_tensor_slices(tensors):
+    return TensorSliceDataset(tensors)
+
+
+Dataset.from_tensor_slices = staticmethod(_from_tensor_slices)
+
+
 class TFRecordDataset(Dataset):
     """``tf.data.TFRecordDataset``: records of ``tf.train.Example`` (gzip/zlib too)."""
 
@@ -223,6 +282,19 @@ def _files(filenames):
     if not files:
         raise ValueError("no files")
     return [f if "://" in f else os.path.abspath(f) for f in files]
+
+
+def _header_of(files, delimiter):
+    """The header fields of the first local file, or None (files on hdfs:// and the like)."""
+    path = next((f for f in files if "://" not in f), None)
+    if path is None:
+        return None
+    matches = sorted(glob.glob(path))
+    if not matches:
+        raise FileNotFoundError(f"no file matches {path!r}")
+    with open(matches[0], encoding="utf-8", newline="") as f:
+        line = f.readline()
+    return next(csv.reader([line], delimiter=delimiter), [])
 
 
 def _kind_of(dtype):

@@ -198,6 +198,8 @@ class Estimator:
             features, labels = result
             rows = len(np.asarray(next(iter(features.values()))))
             result = TableInput(features, labels, rows, None, False, name="input_fn")
+        if isinstance(result, data.TensorSliceDataset):
+            result = result.table_input()
         if isinstance(result, TableInput):
             if result.labels is None and mode != ModeKeys.PREDICT:
                 raise ValueError(f"{result.name}: no labels (y) to {mode} on")
@@ -218,7 +220,8 @@ class Estimator:
             # of the input is short.
             core_input = core.Input(table, result.batch_size, epochs,
                                     result.shuffle and mode == ModeKeys.TRAIN, seed,
-                                    result.drop_remainder, True, result.name)
+                                    result.drop_remainder, result.batches_span_epochs,
+                                    result.name)
             self._last_layout = ("table", [(n, t, a[:0]) for n, t, a in columns
                                            if n != _LABEL])
             return core_input, label or _LABEL, {}, result

@@ -20,7 +20,7 @@ class TableInput:
     """What an in-memory input_fn returns: named columns and batching options."""
 
     def __init__(self, features, labels, batch_size, num_epochs, shuffle, drop_remainder=False,
-                 name="input_fn"):
+                 name="input_fn", batches_span_epochs=True):
         self.features = features  # name -> np.ndarray (rows first)
         self.labels = labels      # np.ndarray or None
         self.batch_size = batch_size
@@ -28,6 +28,8 @@ class TableInput:
         self.shuffle = shuffle
         self.drop_remainder = drop_remainder
         self.name = name
+        # TF's numpy/pandas queue lets a batch span two epochs; tf.data's batch-then-repeat not.
+        self.batches_span_epochs = batches_span_epochs
 
     @property
     def num_rows(self):
