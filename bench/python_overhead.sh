@@ -4,11 +4,11 @@
 # its twin examples/ctr/main.py: 3 epochs of 3 parts, shuffle buffer 20000), evaluate part 3 and
 # export, in one process each; each is timed as a whole process (Python's start-up and imports
 # included), alternating, RUNS times.
-#   bench/python_overhead.sh [ROWS] [RUNS]      defaults: 400000 rows (4 parts), 3 runs
+#   bench/python_overhead.sh [ROWS] [RUNS]      defaults: 1000000 rows (4 parts, as examples/ctr/run.sh), 3 runs
 # Prints one line per run and the medians; results go in docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rows="${1:-400000}"
+rows="${1:-1000000}"
 runs="${2:-3}"
 scripts/build.sh shoal >/dev/null
 py=$(scripts/python-package.sh)

@@ -9,6 +9,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config python3 python3-venv
+  # the Python package's extension (pip install ./python): Python.h; scikit-build-core, pybind11
+  # and numpy come from PyPI (scripts/requirements-python.txt)
+  python3-dev
   clang-format clang-tidy
   # scripts/fuzz.sh: clang-14 and its runtimes (libFuzzer, ASan, UBSan: libclang-rt-14-dev)
   clang libclang-rt-14-dev

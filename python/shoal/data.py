@@ -65,7 +65,7 @@ class Dataset:
         self.shuffle_buffer = 0
         self.seed = 0
         self.bad_records = "fail"
-        self.skipped = 0
+        self.shuffle_files = False
 
     def _copy(self):
         new = type(self).__new__(type(self))
@@ -182,8 +182,9 @@ class Dataset:
                    "drop_remainder": self.drop_remainder, "bad_records": self.bad_records}
         if self.shuffle_buffer > 1:
             section["shuffle_buffer"] = self.shuffle_buffer
-            section["shuffle_files"] = True
             section["seed"] = self.seed
+        if self.shuffle_files:  # make_csv_dataset(shuffle=True) shuffles the files too, as TF
+            section["shuffle_files"] = True
         if self.format in ("csv", "tsv"):
             section["header"] = self.header
         if self.schema:
@@ -453,6 +454,7 @@ class _Experimental:
         if shuffle:
             ds.shuffle_buffer = int(shuffle_buffer_size)
             ds.seed = int(shuffle_seed or 0)
+            ds.shuffle_files = True
         if ignore_errors:
             ds.bad_records = "skip"
         return ds
