@@ -145,7 +145,8 @@ Missing AddObject(RawColumn& column, PyObject* item, const std::string& name, in
 }
 
 // One column from a numpy array: float32 [N] or [N, d], int64 [N] or [N, d], or object [N]
-// (str/bytes; None and NaN are missing values). The Python side converts other dtypes first.
+// (str/bytes; None and NaN are missing values; so is a NaN in a float32 [N] column). The Python
+// side converts other dtypes first.
 RawColumn ColumnFromArray(const std::string& name, const std::string& type, const py::array& array,
                           int64_t rows) {
   if (array.ndim() < 1 || array.ndim() > 2 || array.shape(0) != rows) {
@@ -161,6 +162,12 @@ RawColumn ColumnFromArray(const std::string& name, const std::string& type, cons
     RawColumn column(ValueType::kFloat);
     const float* data = values.data();
     for (int64_t r = 0; r < rows; ++r) {
+      // A NaN scalar is a missing value (pandas' NA), as an empty CSV field: the feature
+      // column's default_value replaces it. Within a vector it stays NaN (slots keep places).
+      if (width == 1 && std::isnan(data[r])) {
+        column.EndRow();
+        continue;
+      }
       for (int64_t i = 0; i < width; ++i) column.AddFloat(data[r * width + i]);
       column.EndRow();
     }

@@ -42,11 +42,11 @@ def test_ctr(tmp_path):
     if not SHOAL_BIN:
         pytest.skip("SHOAL_BIN (the CLI, for gen-data) is not set")
     data = tmp_path / "data"
-    gen = subprocess.run([SHOAL_BIN, "gen-data", "ctr", "--rows", "80000", "--files", "4",
+    gen = subprocess.run([SHOAL_BIN, "gen-data", "ctr", "--rows", "200000", "--files", "4",
                           "--max-vocabulary", "1000", "--seed", "1", "--out", str(data)],
                          capture_output=True, text=True, check=True)
     best = json.loads((data / "generator.json").read_text())["best_auc"]
     out = run(["examples/ctr/main.py", str(data), str(tmp_path / "m")])
     result = json.loads(out.strip().splitlines()[-1])
-    assert result["auc"] > best - 0.05, (result, best, gen.stdout)
+    assert result["auc"] > best - 0.05, (result, best, gen.stdout)  # 0.755 of 0.788 measured
     assert len(result["exports"]) == 1 and os.path.isdir(result["exports"][0])
