@@ -4,7 +4,7 @@
 // into a job config (the YAML schema of docs/config.md, written as JSON) and an input, and calls
 // one of the functions below, which run exactly what the CLI runs:
 //
-//   train(job, input, steps, max_steps, hooks)          Estimator::Train
+//   train(job, input, steps, max_steps, hooks, listen)  Estimator::Train
 //   evaluate(job, input, steps, hooks, name)            Estimator::Evaluate
 //   predict(job, input, put)                            Estimator::Predict, batch by batch
 //   export(job, layout, export_dir_base)                Estimator::Export
@@ -369,6 +369,45 @@ T Finish(PythonHooks& hooks, absl::StatusOr<T> result) {
   return Value(std::move(result));
 }
 
+// TF's CheckpointSaverListener objects, through shoal.estimator's dispatcher:
+// listen(event, global_step) for "before_save" and "after_save". A Python exception fails the
+// save (and the run); Rethrow raises it once the run has returned.
+class PythonListeners final : public CheckpointSaverListener {
+ public:
+  explicit PythonListeners(py::object listen) : listen_(std::move(listen)) {}
+  ~PythonListeners() override {
+    py::gil_scoped_acquire gil;
+    listen_ = py::object();
+    error_.reset();
+  }
+  absl::Status BeforeSave(int64_t step) override { return Call("before_save", step); }
+  absl::Status AfterSave(int64_t step, const std::string& /*checkpoint*/) override {
+    return Call("after_save", step);
+  }
+  bool active() const { return !listen_.is_none(); }
+  void Rethrow() {
+    if (error_.has_value()) {
+      py::error_already_set error = std::move(*error_);
+      error_.reset();
+      throw error;
+    }
+  }
+
+ private:
+  absl::Status Call(const char* event, int64_t step) {
+    py::gil_scoped_acquire gil;
+    try {
+      listen_(event, step);
+    } catch (py::error_already_set& e) {
+      error_.emplace(std::move(e));
+      return absl::CancelledError("stopped by a Python saving listener's exception");
+    }
+    return absl::OkStatus();
+  }
+  py::object listen_;
+  std::optional<py::error_already_set> error_;
+};
+
 py::dict TrainResultDict(const TrainResult& r) {
   py::dict d;
   d["global_step"] = r.global_step;
@@ -397,15 +436,18 @@ py::dict EvalResultDict(const EvalResult& r) {
 // ---- the calls ----
 
 py::dict Train(const PyJob& job, const PyInput& input, int64_t steps, int64_t max_steps,
-               const py::object& dispatch) {
+               const py::object& dispatch, const py::object& listen) {
   std::unique_ptr<Estimator> estimator = MakeEstimator(job, input, true);
   PythonHooks hooks(dispatch);
+  PythonListeners listeners(listen);
+  TrainOptions options{.steps = steps, .max_steps = max_steps, .hooks = {&hooks}};
+  if (listeners.active()) options.saving_listeners = {&listeners};
   absl::StatusOr<TrainResult> result;
   {
     py::gil_scoped_release release;
-    result = estimator->Train(InputFnOf(job, input, false),
-                              {.steps = steps, .max_steps = max_steps, .hooks = {&hooks}});
+    result = estimator->Train(InputFnOf(job, input, false), options);
   }
+  listeners.Rethrow();
   return TrainResultDict(Finish(hooks, std::move(result)));
 }
 
@@ -464,12 +506,14 @@ std::string Export(const PyJob& job, const PyInput& layout, const std::string& e
 
 py::dict TrainAndEvaluateCall(const PyJob& job, const PyInput& train, int64_t max_steps,
                               const std::optional<PyInput>& eval, const py::object& train_dispatch,
-                              const py::object& eval_dispatch) {
+                              const py::object& eval_dispatch, const py::object& listen) {
   std::unique_ptr<Estimator> estimator = MakeEstimator(job, train, true);
   PythonHooks train_hooks(train_dispatch);
   PythonHooks eval_hooks(eval_dispatch);
+  PythonListeners listeners(listen);
   TrainSpec train_spec{
       .input = InputFnOf(job, train, false), .max_steps = max_steps, .hooks = {&train_hooks}};
+  if (listeners.active()) train_spec.saving_listeners = {&listeners};
   EvalSpec eval_spec;
   if (eval.has_value()) eval_spec.input = InputFnOf(job, *eval, false);
   eval_spec.steps = job.config.eval.steps;
@@ -482,6 +526,7 @@ py::dict TrainAndEvaluateCall(const PyJob& job, const PyInput& train, int64_t ma
     py::gil_scoped_release release;
     result = TrainAndEvaluate(*estimator, train_spec, eval_spec);
   }
+  listeners.Rethrow();
   eval_hooks.Rethrow();
   const TrainAndEvaluateResult r = Finish(train_hooks, std::move(result));
   py::dict d;
@@ -495,8 +540,12 @@ py::dict TrainAndEvaluateCall(const PyJob& job, const PyInput& train, int64_t ma
 
 // One member of a TF_CONFIG cluster, as `shoal run`. Ctrl-C keeps its default action meanwhile.
 void RunMember(const PyJob& job, const std::string& tf_config, const std::string& secret,
-               const std::string& job_id) {
+               const std::string& job_id, const py::object& dispatch, const py::object& listen) {
+  PythonHooks hooks(dispatch);
+  PythonListeners listeners(listen);
   MemberOptions member;
+  if (!dispatch.is_none()) member.train_hooks = {&hooks};
+  if (listeners.active()) member.saving_listeners = {&listeners};
   member.cluster = Value(ParseClusterSpec(tf_config, "TF_CONFIG"));
   member.secret = secret;
   member.job_id = job_id;
@@ -516,6 +565,8 @@ void RunMember(const PyJob& job, const std::string& tf_config, const std::string
     std::cout.flush();
     std::signal(SIGINT, previous);
   }
+  listeners.Rethrow();
+  hooks.Rethrow();
   Check(status);
 }
 
@@ -603,15 +654,16 @@ PYBIND11_MODULE(_core, m) {
       .def_static("of_job", [](const std::string& name) { return PyInput{.name = name}; });
 
   m.def("train", &Train, py::arg("job"), py::arg("input"), py::arg("steps"), py::arg("max_steps"),
-        py::arg("dispatch"));
+        py::arg("dispatch"), py::arg("listen") = py::none());
   m.def("evaluate", &Evaluate, py::arg("job"), py::arg("input"), py::arg("steps"),
         py::arg("dispatch"));
   m.def("predict", &Predict, py::arg("job"), py::arg("input"), py::arg("put"));
   m.def("export", &Export, py::arg("job"), py::arg("layout"), py::arg("export_dir_base"));
   m.def("train_and_evaluate", &TrainAndEvaluateCall, py::arg("job"), py::arg("train"),
-        py::arg("max_steps"), py::arg("eval"), py::arg("train_dispatch"), py::arg("eval_dispatch"));
+        py::arg("max_steps"), py::arg("eval"), py::arg("train_dispatch"), py::arg("eval_dispatch"),
+        py::arg("listen") = py::none());
   m.def("run_member", &RunMember, py::arg("job"), py::arg("tf_config"), py::arg("secret"),
-        py::arg("job_id"));
+        py::arg("job_id"), py::arg("dispatch") = py::none(), py::arg("listen") = py::none());
   m.def("latest_checkpoint", &LatestCheckpointOf, py::arg("model_dir"));
   m.def("variable_names", &VariableNames, py::arg("checkpoint"));
   m.def("variable_value", &VariableValue, py::arg("checkpoint"), py::arg("name"));

@@ -33,7 +33,21 @@ SCRIPT = textwrap.dedent("""\
 
     serving = tf.estimator.export.build_parsing_serving_input_receiver_fn(
         tf.feature_column.make_parse_example_spec([colour, age]))
-    train_spec = tf.estimator.TrainSpec(input_fn(data + "/train-*.csv", 2))
+    class CountSteps(tf.train.SessionRunHook):
+        steps = 0
+
+        def after_run(self, run_context, run_values):
+            CountSteps.steps += 1
+
+        def end(self, session):
+            print(f"STEPS {CountSteps.steps}", flush=True)
+
+    class Saves(tf.train.CheckpointSaverListener):
+        def after_save(self, session, global_step_value):
+            print(f"SAVED {global_step_value}", flush=True)
+
+    train_spec = tf.estimator.TrainSpec(input_fn(data + "/train-*.csv", 2), hooks=[CountSteps()],
+                                        saving_listeners=[Saves()])
     eval_spec = tf.estimator.EvalSpec(
         input_fn(data + "/eval.csv", 1), steps=None, start_delay_secs=0, throttle_secs=1,
         exporters=[tf.estimator.FinalExporter("final", serving)])
@@ -103,10 +117,17 @@ def test_four_python_processes_train_evaluate_export_and_exit(tmp_path):
     result = json.loads(next(line for line in texts["chief"].splitlines()
                              if line.startswith("RESULT "))[len("RESULT "):])
     assert result["auc"] > 0.7, result
+    # Hooks ran on both trainers, whose steps make the job's; the chief's listener heard the saves.
+    steps = {t: int(next(line for line in texts[t].splitlines() if line.startswith("STEPS "))[6:])
+             for t in ("chief", "worker")}
+    assert steps["chief"] > 0 and steps["worker"] > 0, steps
+    saved = [int(line[6:]) for line in texts["chief"].splitlines() if line.startswith("SAVED ")]
+    assert saved and saved == sorted(saved), saved
     with open(model_dir / "summary.json") as f:
         summary = json.load(f)
     assert summary["examples"] == 2 * 6 * 200  # exactly two epochs over the data tasks
     assert summary["epochs_completed"] == 2
+    assert saved[-1] == summary["global_step"] == steps["chief"] + steps["worker"]
     exports = list((model_dir / "export" / "final").iterdir())
     assert len(exports) == 1 and (exports[0] / "export.json").exists()
 

@@ -399,3 +399,40 @@ def test_text_lines_parsed_with_decode_csv(tmp_path):
     assert est.latest_checkpoint().endswith("ckpt-250")  # repeat then batch: 8000 / 32, as TF
     with pytest.raises(ValueError, match="must parse the record"):
         tf.data.TextLineDataset(str(tmp_path / "d.csv")).map(lambda line: {"x": line})
+
+
+def test_saving_listeners_hear_every_checkpoint(tmp_path):
+    x, y = linear_data(1000)
+
+    class Listener(tf.train.CheckpointSaverListener):
+        def __init__(self):
+            self.calls = []
+
+        def begin(self):
+            self.calls.append("begin")
+
+        def before_save(self, session, global_step_value):
+            self.calls.append(f"before@{global_step_value}")
+
+        def after_save(self, session, global_step_value):
+            self.calls.append(f"after@{global_step_value}")
+
+        def end(self, session, global_step_value):
+            self.calls.append(f"end@{global_step_value}")
+
+    listener = Listener()
+    est = tf.estimator.LinearRegressor(
+        [tf.feature_column.numeric_column("x")], model_dir=str(tmp_path / "m"),
+        config=tf.estimator.RunConfig(save_checkpoints_steps=10))
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=40, num_epochs=1,
+                                                 shuffle=False), saving_listeners=[listener])
+    assert listener.calls == ["begin", "before@10", "after@10", "before@20", "after@20",
+                              "before@25", "after@25", "end@25"]
+
+    class Refuse(tf.train.CheckpointSaverListener):
+        def before_save(self, session, global_step_value):
+            raise OSError("disk full, says the listener")
+
+    with pytest.raises(OSError, match="disk full, says the listener"):
+        est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=40, num_epochs=1,
+                                                     shuffle=False), saving_listeners=[Refuse()])

@@ -309,6 +309,11 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
     RETURN_IF_ERROR_CTX(WaitForSyncVersion(global_step_).status(), "saving the checkpoint of step ",
                         global_step_);
   }
+  if (saving_listeners_ != nullptr) {
+    for (CheckpointSaverListener* listener : *saving_listeners_) {
+      RETURN_IF_ERROR_CTX(listener->BeforeSave(global_step_), "a checkpoint saver listener");
+    }
+  }
   // Before the save, so the checkpoint lacks the evicted rows (and matches the model in memory).
   RETURN_IF_ERROR(EvictUnseenRows());
   ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
@@ -316,6 +321,11 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
   ASSIGN_OR_RETURN(std::string dir, SaveCut(fs));
   saved_step_ = global_step_;
   loaded_checkpoint_ = dir;
+  if (saving_listeners_ != nullptr) {
+    for (CheckpointSaverListener* listener : *saving_listeners_) {
+      RETURN_IF_ERROR_CTX(listener->AfterSave(global_step_, dir), "a checkpoint saver listener");
+    }
+  }
   if (config_.run.keep_checkpoint_max > 0) {
     // Never delete what another process (the evaluator) announced it is reading.
     ASSIGN_OR_RETURN(const std::set<std::string> protect,

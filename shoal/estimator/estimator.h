@@ -116,6 +116,8 @@ struct TrainOptions {
   int64_t steps = 0;                   // > 0: at most this many more steps
   int64_t max_steps = 0;               // > 0: stop at this global step
   std::vector<SessionRunHook*> hooks;  // not owned
+  // Told before and after each checkpoint this run saves (chief only); not owned.
+  std::vector<CheckpointSaverListener*> saving_listeners;
 };
 
 struct TrainResult {
@@ -270,6 +272,8 @@ class Estimator {
   std::vector<EvalResult> evaluations_;
   std::map<std::string, int64_t> rows_evicted_;  // by table, since this Estimator was created
   const BatchSource* current_input_ = nullptr;
+  // During a Train: its TrainOptions::saving_listeners, told of each SaveCheckpoint.
+  const std::vector<CheckpointSaverListener*>* saving_listeners_ = nullptr;
   // Pushes hold it shared; SaveCheckpoint holds it exclusively (several training threads: the
   // in-process shards are saved at one cut).
   Mutex push_gate_;
@@ -284,6 +288,7 @@ struct TrainSpec {
   InputFn input;
   int64_t max_steps = 0;  // 0: until the input ends
   std::vector<SessionRunHook*> hooks;
+  std::vector<CheckpointSaverListener*> saving_listeners;
 };
 
 struct EvalSpec {

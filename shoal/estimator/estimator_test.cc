@@ -445,6 +445,43 @@ TEST_F(EstimatorTest, HooksRunInOrderAndCanStopTraining) {
               ElementsAre("begin", "session@0", "before", "after@1", "before", "after@2", "end"));
 }
 
+class RecordingListener final : public CheckpointSaverListener {
+ public:
+  absl::Status BeforeSave(int64_t step) override {
+    calls.push_back(absl::StrCat("before@", step));
+    return absl::OkStatus();
+  }
+  absl::Status AfterSave(int64_t step, const std::string& checkpoint) override {
+    calls.push_back(absl::StrCat("after@", step, ":", Basename(checkpoint)));
+    return absl::OkStatus();
+  }
+  std::vector<std::string> calls;
+};
+
+TEST_F(EstimatorTest, SavingListenersAreToldOfEveryCheckpoint) {
+  EstimatorConfig config = Config("wide_deep", dir_);
+  config.run.save_checkpoints_steps = 10;
+  ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(fs_, std::move(config)));
+  RecordingListener listener;
+  ASSERT_OK_AND_ASSIGN(
+      result,
+      estimator->Train(Input(train_, 80, 0), {.max_steps = 25, .saving_listeners = {&listener}}));
+  EXPECT_EQ(result.global_step, 25);
+  EXPECT_THAT(listener.calls, ElementsAre("before@10", "after@10:ckpt-10", "before@20",
+                                          "after@20:ckpt-20", "before@25", "after@25:ckpt-25"));
+  // Not told outside a Train; an error stops the run.
+  listener.calls.clear();
+  ASSERT_TRUE(estimator->SaveCheckpoint().ok());
+  EXPECT_TRUE(listener.calls.empty());
+  class Failing final : public CheckpointSaverListener {
+    absl::Status BeforeSave(int64_t) override { return absl::AbortedError("no room"); }
+  } failing;
+  absl::StatusOr<TrainResult> failed =
+      estimator->Train(Input(train_, 80, 0), {.steps = 10, .saving_listeners = {&failing}});
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(failed.status().message(), HasSubstr("a checkpoint saver listener: no room"));
+}
+
 // Fails the step after `step`: what was trained stays in memory, unsaved.
 class FailAfterStepHook final : public SessionRunHook {
  public:

@@ -117,6 +117,8 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
     hooks.push_back(&saver);
   }
   hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());
+  saving_listeners_ = &options.saving_listeners;
+  absl::Cleanup forget_listeners = [this] { saving_listeners_ = nullptr; };
 
   RunContext context;
   context.estimator = this;

@@ -61,6 +61,21 @@ class SessionRunHook {
   [[nodiscard]] virtual absl::Status End(RunContext& /*context*/) { return absl::OkStatus(); }
 };
 
+// Told of every checkpoint a training run saves, as TF's CheckpointSaverListener: the saver hook's
+// (by steps or seconds), the final one, and any a hook asks for. Not told when the global step is
+// saved already. An error ends the run with it. Train's caller owns the listener.
+class CheckpointSaverListener {
+ public:
+  virtual ~CheckpointSaverListener() = default;
+  [[nodiscard]] virtual absl::Status BeforeSave(int64_t /*global_step*/) {
+    return absl::OkStatus();
+  }
+  [[nodiscard]] virtual absl::Status AfterSave(int64_t /*global_step*/,
+                                               const std::string& /*checkpoint*/) {
+    return absl::OkStatus();
+  }
+};
+
 // Progress every `every_steps` steps: "step 1200 | loss 0.4312 | 12,345 ex/s | 37% ETA 1m20s".
 // The ETA appears when the run's last step is known.
 class LoggingHook final : public SessionRunHook {

@@ -163,6 +163,7 @@ absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
   TrainOptions options;
   options.max_steps = train.max_steps;
   options.hooks = train.hooks;
+  options.saving_listeners = train.saving_listeners;
   if (eval.input) options.hooks.push_back(&during);
 
   TrainAndEvaluateResult result;

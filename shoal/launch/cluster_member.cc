@@ -509,6 +509,7 @@ absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorS
   if (has_tasks) {
     TrainOptions train;
     train.max_steps = options.job.run.max_steps;
+    train.hooks = options.train_hooks;
     ASSIGN_OR_RETURN(
         TrainResult result,
         estimator->Train(InputFromConfig(fs, options.job.features, input, "input.train", shard),
@@ -791,6 +792,8 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
     TrainSpec train;
     train.input = InputFromConfig(fs, options.job.features, input, "input.train", shard);
     train.max_steps = options.job.run.max_steps;
+    train.hooks = options.train_hooks;
+    train.saving_listeners = options.saving_listeners;
     ASSIGN_OR_RETURN(TrainAndEvaluateResult result,
                      TrainAndEvaluate(*estimator, train, EvalSpecFromJob(fs, options.job)));
     out << absl::StrFormat("trained: global_step %d, %d examples on the chief, %.1f s (%s)\n",

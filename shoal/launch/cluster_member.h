@@ -33,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "shoal/estimator/hooks.h"
 #include "shoal/estimator/job_config.h"
 #include "shoal/rpc/cluster_spec.h"
 
@@ -63,6 +64,10 @@ struct MemberOptions {
   std::string predict_output;
   std::vector<std::string> passthrough;
   bool predicting() const { return !predict_output.empty(); }
+  // Run around every training step of the chief and the workers (the Python package's hooks),
+  // and told of every checkpoint the chief saves; not owned.
+  std::vector<SessionRunHook*> train_hooks;
+  std::vector<CheckpointSaverListener*> saving_listeners;
 };
 
 // A member that stops because the chief failed the job (not because of its own error) returns

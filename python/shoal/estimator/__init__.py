@@ -29,7 +29,8 @@ from shoal import feature_column as fc
 from shoal.estimator import export  # noqa: F401 (tf.estimator.export)
 from shoal.estimator import inputs  # noqa: F401 (tf.estimator.inputs)
 from shoal.estimator.export import ServingInputReceiver  # noqa: F401
-from shoal.estimator.hooks import (CheckpointSaverListener, HookRunner, LoggingTensorHook,
+from shoal.estimator.hooks import (CheckpointSaverListener, HookRunner, ListenerRunner,
+                                   LoggingTensorHook,
                                    NanTensorHook, SessionRunArgs, SessionRunContext,
                                    SessionRunHook, SessionRunValues, StopAtStepHook)
 from shoal.estimator.inputs import TableInput
@@ -250,8 +251,6 @@ class Estimator:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
         if max_steps is not None and max_steps <= 0:
             raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
-        if saving_listeners:
-            raise NotImplementedError("saving_listeners are not called by shoal yet")
         if max_steps is not None:
             latest = self.latest_checkpoint()
             if latest and _step_of(latest) >= max_steps:
@@ -263,7 +262,12 @@ class Estimator:
                          "max_steps: it runs until stopped", raw.name)
         job = self._job(label, section)
         runner = HookRunner(hooks or []) if hooks else None
-        result = _core().train(job, core_input, steps or 0, max_steps or 0, runner)
+        listeners = ListenerRunner(saving_listeners) if saving_listeners else None
+        if listeners is not None:
+            listeners.begin()
+        result = _core().train(job, core_input, steps or 0, max_steps or 0, runner, listeners)
+        if listeners is not None:
+            listeners.end(result["global_step"])
         _log.info("Loss for final step: %s.", result["last_loss"])
         self._last_train = result
         return self
@@ -728,12 +732,10 @@ class TrainSpec:
             raise TypeError(f"`input_fn` must be callable, given: {input_fn}")
         if max_steps is not None and max_steps <= 0:
             raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
-        if saving_listeners:
-            raise NotImplementedError("saving_listeners are not called by shoal yet")
         self.input_fn = input_fn
         self.max_steps = max_steps
         self.hooks = tuple(hooks or ())
-        self.saving_listeners = ()
+        self.saving_listeners = tuple(saving_listeners or ())
 
 
 class EvalSpec:
@@ -854,8 +856,14 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     job = estimator._job(label, sections, eval_spec.eval_section())
     train_runner = HookRunner(train_spec.hooks) if train_spec.hooks else None
     eval_runner = HookRunner(eval_spec.hooks) if eval_spec.hooks else None
+    listeners = ListenerRunner(train_spec.saving_listeners) if train_spec.saving_listeners \
+        else None
+    if listeners is not None:
+        listeners.begin()
     result = core.train_and_evaluate(job, train_input, train_spec.max_steps or 0, eval_input,
-                                     train_runner, eval_runner)
+                                     train_runner, eval_runner, listeners)
+    if listeners is not None:
+        listeners.end(result["train"]["global_step"])
     final = result["final_eval"]
     return (_metrics_dict(final) if final is not None else None), result["exports"]
 

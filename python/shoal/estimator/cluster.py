@@ -64,10 +64,19 @@ def run_member(estimator, train_spec, eval_spec):
     if max_steps:
         job = _with_max_steps(estimator, label, sections, eval_section, max_steps)
     _log.info("TF_CONFIG: running as %s:%d of the cluster", role, config.task_id)
+    from shoal.estimator.hooks import HookRunner, ListenerRunner
+    hooks = HookRunner(train_spec.hooks) if train_spec.hooks and role in ("chief", "worker") \
+        else None
+    listeners = ListenerRunner(train_spec.saving_listeners) \
+        if train_spec.saving_listeners and role == "chief" else None
+    if listeners is not None:
+        listeners.begin()
     _core().run_member(job, _tf_config_for_shoal(config.tf_config), secret,
-                       os.environ.get("SHOAL_JOB_ID", ""))
+                       os.environ.get("SHOAL_JOB_ID", ""), hooks, listeners)
     if role != "chief":
         return None, None
+    if listeners is not None:
+        listeners.end(_step_of_summary(estimator.model_dir))
     summary_path = os.path.join(estimator.model_dir, "summary.json")
     if not os.path.exists(summary_path):
         return None, None
@@ -84,3 +93,11 @@ def _with_max_steps(estimator, label, sections, eval_section, max_steps):
     job["run"]["max_steps"] = int(max_steps)
     from shoal.estimator import _core
     return _core().Job(json.dumps(job), os.path.join(os.getcwd(), "estimator.json"), [])
+
+
+def _step_of_summary(model_dir):
+    try:
+        with open(os.path.join(model_dir, "summary.json"), encoding="utf-8") as f:
+            return json.load(f).get("global_step", 0)
+    except (OSError, ValueError):
+        return 0

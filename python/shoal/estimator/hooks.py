@@ -172,6 +172,31 @@ class HookRunner:
         return None
 
 
+class ListenerRunner:
+    """The engine's saving listener: ``runner(event, global_step)`` calls every listener's
+    ``before_save`` / ``after_save`` (``session`` is None); ``begin()`` and ``end(step)`` are
+    called by the estimator around the run."""
+
+    def __init__(self, listeners):
+        self.listeners = list(listeners)
+        for listener in self.listeners:
+            if not all(hasattr(listener, m) for m in ("before_save", "after_save")):
+                raise TypeError(f"saving_listeners must be CheckpointSaverListener instances, "
+                                f"got {listener!r}")
+
+    def __call__(self, event, global_step):
+        for listener in self.listeners:
+            getattr(listener, event)(None, global_step)
+
+    def begin(self):
+        for listener in self.listeners:
+            listener.begin()
+
+    def end(self, global_step):
+        for listener in self.listeners:
+            listener.end(None, global_step)
+
+
 # ---- ready hooks ----
 
 class LoggingTensorHook(SessionRunHook):
@@ -306,7 +331,9 @@ class FinalOpsHook(SessionRunHook):
 
 
 class CheckpointSaverListener:
-    """``tf.train.CheckpointSaverListener``: not called by shoal yet (see docs/python.md)."""
+    """``tf.train.CheckpointSaverListener``: ``before_save`` and ``after_save`` around every
+    checkpoint training saves (by RunConfig's steps or seconds, and the final one), ``begin`` and
+    ``end`` around the run. ``session`` is None."""
 
     def begin(self):
         pass
