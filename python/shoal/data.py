@@ -285,16 +285,24 @@ def _files(filenames):
     return [f if "://" in f else os.path.abspath(f) for f in files]
 
 
-def _header_of(files, delimiter):
-    """The header fields of the first local file, or None (files on hdfs:// and the like)."""
+def _first_lines(files, count, where):
+    """The first `count` lines of the first local file (in glob order), or None when the files
+    are not local (hdfs:// and the like). FileNotFoundError when its pattern matches nothing."""
     path = next((f for f in files if "://" not in f), None)
     if path is None:
         return None
     matches = sorted(glob.glob(path))
     if not matches:
-        raise FileNotFoundError(f"no file matches {path!r}")
+        raise FileNotFoundError(f"{where}: no file matches {path!r}")
     with open(matches[0], encoding="utf-8", newline="") as f:
-        line = f.readline()
+        return "".join(line for _, line in zip(range(count), f))
+
+
+def _header_of(files, delimiter):
+    """The header fields of the first local file, or None."""
+    line = _first_lines(files, 1, "Dataset.map")
+    if line is None:
+        return None
     return next(csv.reader([line], delimiter=delimiter), [])
 
 
@@ -360,14 +368,9 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
 
 def _infer_types(files, header, column_names, delimiter, rows=100):
     """Column kinds from the first rows of the first local file, as make_csv_dataset does."""
-    path = next((f for f in files if "://" not in f), None)
-    if path is None:
+    text = _first_lines(files, rows + 1, "make_csv_dataset")
+    if text is None:
         return None
-    matches = sorted(glob.glob(path))
-    if not matches:
-        raise FileNotFoundError(f"make_csv_dataset: no file matches {path!r}")
-    with open(matches[0], encoding="utf-8", newline="") as f:
-        text = "".join(line for _, line in zip(range(rows + 1), f))
     reader = csv.reader(_io.StringIO(text), delimiter=delimiter)
     lines = list(reader)
     if header and lines:

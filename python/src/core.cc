@@ -281,6 +281,32 @@ InputFn InputFnOf(const PyJob& job, const PyInput& input, bool predicting) {
 
 // ---- hooks: Python's, and Ctrl-C ----
 
+// A Python exception raised inside a C++ run (by a hook, a listener or Ctrl-C), kept until the
+// run has returned and raised then (with the GIL).
+class PendingPythonError {
+ public:
+  ~PendingPythonError() {
+    if (error_.has_value()) {
+      py::gil_scoped_acquire gil;
+      error_.reset();
+    }
+  }
+  void Keep(py::error_already_set&& error) { error_.emplace(std::move(error)); }
+  void KeepCurrent() { error_.emplace(); }  // takes the raised exception (GIL held)
+  bool has_value() const { return error_.has_value(); }
+  // Raises the kept exception, if any.
+  void Rethrow() {
+    if (error_.has_value()) {
+      py::error_already_set error = std::move(*error_);
+      error_.reset();
+      throw error;
+    }
+  }
+
+ private:
+  std::optional<py::error_already_set> error_;
+};
+
 // Calls the Python dispatcher (shoal.estimator's hook runner) around every step and checks for
 // Ctrl-C. A Python exception stops the run; Rethrow() raises it once the run has returned.
 class PythonHooks final : public SessionRunHook {
@@ -289,7 +315,6 @@ class PythonHooks final : public SessionRunHook {
   ~PythonHooks() override {
     py::gil_scoped_acquire gil;
     dispatch_ = py::object();
-    error_.reset();
   }
 
   absl::Status Begin(RunContext& c) override { return Call("begin", c); }
@@ -306,14 +331,7 @@ class PythonHooks final : public SessionRunHook {
 
   // With the GIL: raises what a hook raised, or KeyboardInterrupt after Ctrl-C (the run has
   // stopped after a step and saved its checkpoint then).
-  void Rethrow() {
-    if (error_.has_value()) {
-      py::error_already_set error = std::move(*error_);
-      error_.reset();
-      throw error;
-    }
-  }
-  bool failed() const { return error_.has_value(); }
+  void Rethrow() { error_.Rethrow(); }
 
   static constexpr absl::string_view kStopped = "stopped by a Python hook's exception";
 
@@ -332,7 +350,7 @@ class PythonHooks final : public SessionRunHook {
       if (!stop.is_none()) c.RequestStop(stop.cast<std::string>());
     } catch (py::error_already_set& e) {
       const bool interrupt = e.matches(PyExc_KeyboardInterrupt);
-      error_.emplace(std::move(e));
+      error_.Keep(std::move(e));
       if (interrupt) {  // Ctrl-C while Python code ran: stop as after a step, then raise it
         interrupted_ = true;
         c.RequestStop("interrupted (KeyboardInterrupt)");
@@ -350,14 +368,14 @@ class PythonHooks final : public SessionRunHook {
     last_check_ = now;
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) {
-      error_.emplace();  // takes the raised KeyboardInterrupt (or a handler's exception)
+      error_.KeepCurrent();  // the raised KeyboardInterrupt (or a signal handler's exception)
       interrupted_ = true;
       c.RequestStop("interrupted (KeyboardInterrupt)");
     }
   }
 
   py::object dispatch_;
-  std::optional<py::error_already_set> error_;
+  PendingPythonError error_;
   bool interrupted_ = false;
   std::chrono::steady_clock::time_point last_check_{};
 };
@@ -378,20 +396,13 @@ class PythonListeners final : public CheckpointSaverListener {
   ~PythonListeners() override {
     py::gil_scoped_acquire gil;
     listen_ = py::object();
-    error_.reset();
   }
   absl::Status BeforeSave(int64_t step) override { return Call("before_save", step); }
   absl::Status AfterSave(int64_t step, const std::string& /*checkpoint*/) override {
     return Call("after_save", step);
   }
   bool active() const { return !listen_.is_none(); }
-  void Rethrow() {
-    if (error_.has_value()) {
-      py::error_already_set error = std::move(*error_);
-      error_.reset();
-      throw error;
-    }
-  }
+  void Rethrow() { error_.Rethrow(); }
 
  private:
   absl::Status Call(const char* event, int64_t step) {
@@ -399,13 +410,13 @@ class PythonListeners final : public CheckpointSaverListener {
     try {
       listen_(event, step);
     } catch (py::error_already_set& e) {
-      error_.emplace(std::move(e));
+      error_.Keep(std::move(e));
       return absl::CancelledError("stopped by a Python saving listener's exception");
     }
     return absl::OkStatus();
   }
   py::object listen_;
-  std::optional<py::error_already_set> error_;
+  PendingPythonError error_;
 };
 
 py::dict TrainResultDict(const TrainResult& r) {
