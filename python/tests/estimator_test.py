@@ -436,3 +436,45 @@ def test_saving_listeners_hear_every_checkpoint(tmp_path):
     with pytest.raises(OSError, match="disk full, says the listener"):
         est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=40, num_epochs=1,
                                                      shuffle=False), saving_listeners=[Refuse()])
+
+
+def test_batch_norm_model_served_by_shoal_serve_as_predict_scores_it(tmp_path):
+    """batch_norm=True: trained, predicted, exported, and served by `shoal serve` (the C++
+    Predictor, no Python) with the same scores as Estimator.predict."""
+    import urllib.request
+    df = ctr_frame(3000, 6)
+    labels = df.pop("label")
+    linear, deep = wide_deep_columns()
+    est = tf.estimator.DNNLinearCombinedClassifier(
+        model_dir=str(tmp_path / "m"), linear_feature_columns=linear, dnn_feature_columns=deep,
+        dnn_hidden_units=[16, 8], batch_norm=True)
+    est.train(tf.estimator.inputs.pandas_input_fn(df, labels, shuffle=True, num_epochs=20))
+    metrics = est.evaluate(tf.estimator.inputs.pandas_input_fn(df, labels, shuffle=False))
+    assert metrics["auc"] > 0.7, metrics
+    names = est.get_variable_names()
+    assert "dnn/hidden_0/batch_norm/moving_mean" in names, names
+    assert np.any(est.get_variable_value("dnn/hidden_0/batch_norm/moving_mean") != 0)
+    rows = df.head(4)
+    expected = [p["logistic"][0] for p in est.predict(
+        tf.estimator.inputs.pandas_input_fn(rows, shuffle=False))]
+    if not SHOAL_BIN:
+        return
+    path = est.export_saved_model(str(tmp_path / "export")).decode()
+    server = subprocess.Popen([SHOAL_BIN, "serve", path, "--port", "0", "--name", "m"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        port = int(line.strip().rsplit(":", 1)[1])
+        instances = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+                     for r in rows.to_dict("records")]
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/models/m:predict",
+            data=json.dumps({"instances": instances}).encode(),
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            served = json.loads(response.read())["predictions"]
+    finally:
+        server.kill()
+        server.wait()
+    got = [p["logistic"][0] for p in served]
+    assert got == pytest.approx(expected, abs=1e-5), (got, expected, line)

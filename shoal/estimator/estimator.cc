@@ -18,6 +18,7 @@
 #include "shoal/base/status.h"
 #include "shoal/checkpoint/checkpoint.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
+#include "shoal/estimator/models.h"
 #include "shoal/export/export_dir.h"
 #include "shoal/export/inference_checkpoint.h"
 #include "shoal/io/file_util.h"
@@ -30,8 +31,7 @@ namespace shoal {
 namespace {
 
 std::vector<OptimizerGroupSpec> GroupsOf(const EstimatorConfig& config) {
-  return {OptimizerGroupSpec{"deep", config.optimizer},
-          OptimizerGroupSpec{"wide", config.wide_optimizer}};
+  return OptimizerGroups(config.params, config.optimizer, config.wide_optimizer);
 }
 
 // A one-example batch with the layout and no ids: the recording pass's input.

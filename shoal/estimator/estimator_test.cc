@@ -112,6 +112,41 @@ TEST_F(EstimatorTest, EveryPremadeModelLearnsTheSyntheticTask) {
   }
 }
 
+TEST_F(EstimatorTest, BatchNormTrainsItsMovingStatisticsOnTheParameterServers) {
+  EstimatorConfig config = Config("wide_deep", dir_);
+  config.params.batch_norm = true;
+  ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(fs_, config));
+  // 2000 updates: momentum 0.999 (TF's) moves a moving statistic 86% of the way to the batches'.
+  ASSERT_OK_AND_ASSIGN(trained, estimator->Train(Input(train_, 50, 50), {}));
+  EXPECT_EQ(trained.global_step, 2000);
+  // Evaluation normalises with the moving statistics, which must have learned the batches'.
+  ASSERT_OK_AND_ASSIGN(eval, estimator->Evaluate(Input(eval_, 50, 1), {}));
+  EXPECT_GT(eval.metrics["auc"], 0.92);
+  EXPECT_GT(eval.metrics["accuracy"], 0.85);
+  ASSERT_OK_AND_ASSIGN(reader, CheckpointReader::Open(*fs_.For(dir_).value(), trained.checkpoint));
+  for (const std::string layer : {"dnn/hidden_0", "dnn/hidden_1"}) {
+    SCOPED_TRACE(layer);
+    ASSERT_OK_AND_ASSIGN(mean, reader->ReadDense(layer + "/batch_norm/moving_mean"));
+    ASSERT_OK_AND_ASSIGN(variance, reader->ReadDense(layer + "/batch_norm/moving_variance"));
+    ASSERT_OK_AND_ASSIGN(gamma, reader->ReadDense(layer + "/batch_norm/gamma"));
+    EXPECT_TRUE(mean.slots.empty());    // SGD(1): no slots
+    EXPECT_EQ(gamma.slots.size(), 1u);  // Adagrad's accumulator, "deep" group
+    // The hidden ReLU activations are positive, so the means rise from 0, and the variances
+    // leave 1.
+    float mean_sum = 0, variance_change = 0;
+    for (int64_t i = 0; i < mean.value.size(); ++i) {
+      mean_sum += mean.value[i];
+      variance_change += std::abs(variance.value[i] - 1.0f);
+    }
+    EXPECT_GT(mean_sum, 0.01f);
+    EXPECT_GT(variance_change, 0.01f);
+  }
+  // The same evaluation from the checkpoint in a new process's Estimator.
+  ASSERT_OK_AND_ASSIGN(again, Estimator::Create(fs_, config));
+  ASSERT_OK_AND_ASSIGN(eval_again, again->Evaluate(Input(eval_, 50, 1), {}));
+  EXPECT_NEAR(eval_again.metrics["auc"], eval.metrics["auc"], 1e-6);
+}
+
 TEST_F(EstimatorTest, MaxStepsAndEpochsStopWhicheverComesFirst) {
   // 40 batches per epoch.
   auto estimator = Make("wide_deep", dir_);

@@ -86,6 +86,13 @@ int64_t FeatureLayout::dense_width() const {
 
 DenseInitializer Zeros() { return DenseInitializer{}; }
 
+DenseInitializer ConstantInit(float value) {
+  DenseInitializer init;
+  init.kind = DenseInitializer::Kind::kConstant;
+  init.value = value;
+  return init;
+}
+
 DenseInitializer GlorotUniformInit() {
   DenseInitializer init;
   init.kind = DenseInitializer::Kind::kGlorotUniform;

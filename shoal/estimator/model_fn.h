@@ -90,6 +90,7 @@ FeatureBatch EmptyExampleBatch(const FeatureLayout& layout);
 
 // Initializer shortcuts for ModelContext::Variable.
 DenseInitializer Zeros();
+DenseInitializer ConstantInit(float value);
 DenseInitializer GlorotUniformInit();
 
 // One step's inputs gathered before the step runs: its ids grouped per table and the values

@@ -7,6 +7,7 @@
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
 #include "shoal/estimator/heads.h"
+#include "shoal/nn/batch_norm.h"
 #include "shoal/nn/dense.h"
 #include "shoal/nn/ops.h"
 
@@ -36,12 +37,29 @@ absl::StatusOr<nn::Activation> ActivationOf(const ModelConfig& config) {
 }
 
 absl::Status CheckCommon(const ModelConfig& config) {
-  if (config.batch_norm) {
-    return absl::UnimplementedError(
-        "model.batch_norm: batch normalisation is not available in the pre-made models yet "
-        "(its moving statistics are not parameter-server variables); set it to false");
+  if (config.batch_norm && config.hidden_units.empty()) {
+    return absl::InvalidArgumentError(
+        "model.batch_norm: the model has no hidden layers to normalise");
   }
   return absl::OkStatus();
+}
+
+// TF's DNN estimators' batch normalisation (tf.layers.batch_normalization's defaults there).
+constexpr float kBatchNormMomentum = 0.999f;
+constexpr float kBatchNormEpsilon = 0.001f;
+
+// Batch normalisation of hidden layer `layer`'s output x [B, width] (models.h).
+nn::Var BatchNormLayer(ModelContext& ctx, const nn::Var& x, int64_t width,
+                       const std::string& layer) {
+  const std::string scope = layer + "/batch_norm";
+  nn::Var gamma = ctx.Variable(scope + "/gamma", Shape{width}, ConstantInit(1.0f), "deep");
+  nn::Var beta = ctx.Variable(scope + "/beta", Shape{width}, Zeros(), "deep");
+  nn::Var mean = ctx.Variable(scope + "/moving_mean", Shape{width}, Zeros(), kMovingAverageGroup);
+  nn::Var variance = ctx.Variable(scope + "/moving_variance", Shape{width}, ConstantInit(1.0f),
+                                  kMovingAverageGroup);
+  if (ctx.training() && ctx.batch_size() == 0) return x;  // no statistics of an empty batch
+  return nn::BatchNormalize(x, gamma, beta, mean, variance, ctx.training(), kBatchNormMomentum,
+                            kBatchNormEpsilon);
 }
 
 // The deep tower: concat(dense features, embeddings) -> hidden layers -> [B, units] logits.
@@ -67,6 +85,7 @@ nn::Var DeepLogits(ModelContext& ctx, const FeatureKinds& kinds, const ModelConf
     nn::Var bias = ctx.Variable(layer + "/bias", Shape{out}, Zeros(), "deep");
     x = nn::Activate(nn::BiasAdd(nn::MatMul(x, kernel), bias), activation);
     if (config.dropout > 0) x = nn::Dropout(x, config.dropout, ctx.rng(), ctx.training());
+    if (config.batch_norm) x = BatchNormLayer(ctx, x, out, layer);
     width = out;
   }
   nn::Var kernel =
@@ -176,6 +195,20 @@ absl::StatusOr<EstimatorSpec> DeepFmModel(ModelContext& ctx, const Tensor& label
 }
 
 }  // namespace
+
+std::vector<OptimizerGroupSpec> OptimizerGroups(const ModelConfig& model,
+                                                const OptimizerOptions& deep,
+                                                const OptimizerOptions& wide) {
+  std::vector<OptimizerGroupSpec> groups = {OptimizerGroupSpec{"deep", deep},
+                                            OptimizerGroupSpec{"wide", wide}};
+  if (model.batch_norm) {
+    OptimizerOptions average;
+    average.name = "sgd";
+    average.learning_rate = 1.0f;
+    groups.push_back(OptimizerGroupSpec{kMovingAverageGroup, average});
+  }
+  return groups;
+}
 
 absl::Status RegisterBuiltinModels(ModelRegistry* registry) {
   RETURN_IF_ERROR(registry->Register("linear", LinearModel));

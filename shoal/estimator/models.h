@@ -16,13 +16,32 @@
 // deepfm embeddings of different widths) fails with INVALID_ARGUMENT naming the feature.
 #pragma once
 
+#include <vector>
+
 #include "absl/status/status.h"
 #include "shoal/base/registry.h"
+#include "shoal/estimator/job_config.h"
 #include "shoal/estimator/model_fn.h"
+#include "shoal/optim/optimizer.h"
+#include "shoal/rpc/parameter_service.h"
 
 namespace shoal {
 
 using ModelRegistry = Registry<ModelFn>;
+
+// model.batch_norm: after each hidden layer (its activation and dropout, as TF's DNN estimators)
+// the deep tower normalises with the batch's statistics in training and the moving ones in
+// inference (nn::BatchNormalize; momentum 0.999 and epsilon 0.001, TF's). gamma and beta train
+// in the "deep" group; the moving mean and variance are dense variables of the
+// kMovingAverageGroup group, whose SGD with learning rate 1 applies the pseudo-gradient
+// BatchNormalize sets as the moving-average update.
+inline constexpr char kMovingAverageGroup[] = "moving_average";
+
+// The optimizer groups of a pre-made model: "deep" and "wide" with the job's optimizers, and
+// kMovingAverageGroup with model.batch_norm. The Estimator and the Predictor use the same.
+std::vector<OptimizerGroupSpec> OptimizerGroups(const ModelConfig& model,
+                                                const OptimizerOptions& deep,
+                                                const OptimizerOptions& wide);
 
 // Registers linear, dnn, wide_deep and deepfm.
 [[nodiscard]] absl::Status RegisterBuiltinModels(ModelRegistry* registry);

@@ -16,37 +16,31 @@ BatchNorm::BatchNorm(int64_t dim, float momentum, float epsilon, std::string nam
   moving_variance_ = Leaf(Tensor(Shape{dim}, 1.0f));
 }
 
-Var BatchNorm::Forward(const Var& x, bool training) {
-  CHECK(x->value.rank() == 2 && x->value.dim(1) == dim_)
-      << "BatchNorm " << name_ << ": input " << ShapeToString(x->value.shape()) << ", dim " << dim_;
-  const int64_t batch = x->value.dim(0);
-  auto X = x->value.matrix();
+namespace {
 
-  Eigen::RowVectorXf mean;
-  Eigen::RowVectorXf variance;
-  if (training) {
-    CHECK_GT(batch, 0) << "BatchNorm " << name_ << ": empty training batch";
-    mean = X.colwise().mean();
-    variance = (X.rowwise() - mean).array().square().colwise().mean();
-    auto moving_mean = moving_mean_->value.AsMatrix(1).row(0);
-    auto moving_variance = moving_variance_->value.AsMatrix(1).row(0);
-    moving_mean = momentum_ * moving_mean + (1.0f - momentum_) * mean;
-    moving_variance = momentum_ * moving_variance + (1.0f - momentum_) * variance;
-  } else {
-    mean = moving_mean_->value.AsMatrix(1).row(0);
-    variance = moving_variance_->value.AsMatrix(1).row(0);
-  }
-  const Eigen::RowVectorXf inv_std = (variance.array() + epsilon_).rsqrt().matrix();
+// The batch's per-column mean and (biased) variance of x [B,D].
+void BatchMoments(const Tensor& x, Eigen::RowVectorXf* mean, Eigen::RowVectorXf* variance) {
+  auto X = x.matrix();
+  *mean = X.colwise().mean();
+  *variance = (X.rowwise() - *mean).array().square().colwise().mean();
+}
+
+// y = gamma * (x - mean) / sqrt(variance + epsilon) + beta; with `training`, mean and variance
+// are x's own (the backward pass differentiates through them).
+Var Normalize(const Var& x, const Var& gamma, const Var& beta, const Eigen::RowVectorXf& mean,
+              const Eigen::RowVectorXf& variance, bool training, float epsilon) {
+  auto X = x->value.matrix();
+  const Eigen::RowVectorXf inv_std = (variance.array() + epsilon).rsqrt().matrix();
 
   // x_hat is kept for the backward pass.
   Tensor x_hat(x->value.shape());
   x_hat.matrix() = (X.rowwise() - mean) * inv_std.asDiagonal();
   Tensor out(x->value.shape());
-  out.matrix() = x_hat.matrix() * gamma_->value.AsMatrix(1).row(0).asDiagonal();
-  out.matrix().rowwise() += beta_->value.AsMatrix(1).row(0);
+  out.matrix() = x_hat.matrix() * gamma->value.AsMatrix(1).row(0).asDiagonal();
+  out.matrix().rowwise() += beta->value.AsMatrix(1).row(0);
 
   return MakeOpNode(
-      "BatchNorm", std::move(out), {x, gamma_, beta_},
+      "BatchNorm", std::move(out), {x, gamma, beta},
       [training, inv_std, x_hat = std::move(x_hat)](Node& self) {
         Node& x = *self.inputs[0];
         Node& gamma = *self.inputs[1];
@@ -71,6 +65,53 @@ Var BatchNorm::Forward(const Var& x, bool training) {
           dX += dY * scale.asDiagonal();
         }
       });
+}
+
+}  // namespace
+
+Var BatchNormalize(const Var& x, const Var& gamma, const Var& beta, const Var& moving_mean,
+                   const Var& moving_variance, bool training, float momentum, float epsilon) {
+  CHECK(x->value.rank() == 2) << "BatchNormalize: input " << ShapeToString(x->value.shape());
+  const int64_t dim = x->value.dim(1);
+  for (const Var* v : {&gamma, &beta, &moving_mean, &moving_variance}) {
+    CHECK((*v)->value.size() == dim) << "BatchNormalize: a [" << dim << "] parameter has shape "
+                                     << ShapeToString((*v)->value.shape());
+  }
+  Eigen::RowVectorXf mean;
+  Eigen::RowVectorXf variance;
+  if (training) {
+    CHECK_GT(x->value.dim(0), 0) << "BatchNormalize: empty training batch";
+    BatchMoments(x->value, &mean, &variance);
+    // The moving-average update as a gradient for SGD(1): moving - (1 - m) * (moving - batch).
+    for (auto [moving, batch] : {std::pair{&moving_mean, &mean}, {&moving_variance, &variance}}) {
+      Tensor grad((*moving)->value.shape());
+      grad.AsMatrix(1).row(0) = ((*moving)->value.AsMatrix(1).row(0) - *batch) * (1.0f - momentum);
+      (*moving)->grad = std::move(grad);
+    }
+  } else {
+    mean = moving_mean->value.AsMatrix(1).row(0);
+    variance = moving_variance->value.AsMatrix(1).row(0);
+  }
+  return Normalize(x, gamma, beta, mean, variance, training, epsilon);
+}
+
+Var BatchNorm::Forward(const Var& x, bool training) {
+  CHECK(x->value.rank() == 2 && x->value.dim(1) == dim_)
+      << "BatchNorm " << name_ << ": input " << ShapeToString(x->value.shape()) << ", dim " << dim_;
+  Eigen::RowVectorXf mean;
+  Eigen::RowVectorXf variance;
+  if (training) {
+    CHECK_GT(x->value.dim(0), 0) << "BatchNorm " << name_ << ": empty training batch";
+    BatchMoments(x->value, &mean, &variance);
+    auto moving_mean = moving_mean_->value.AsMatrix(1).row(0);
+    auto moving_variance = moving_variance_->value.AsMatrix(1).row(0);
+    moving_mean = momentum_ * moving_mean + (1.0f - momentum_) * mean;
+    moving_variance = momentum_ * moving_variance + (1.0f - momentum_) * variance;
+  } else {
+    mean = moving_mean_->value.AsMatrix(1).row(0);
+    variance = moving_variance_->value.AsMatrix(1).row(0);
+  }
+  return Normalize(x, gamma_, beta_, mean, variance, training, epsilon_);
 }
 
 std::vector<NamedParameter> BatchNorm::Parameters() const {

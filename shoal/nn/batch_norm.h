@@ -16,6 +16,17 @@
 
 namespace shoal::nn {
 
+// The same normalisation with parameters held elsewhere (a parameter server's variables bound
+// for one step): x [B,D]; gamma, beta, moving_mean, moving_variance [D]. Training normalises with
+// the batch's statistics and, instead of updating the moving statistics in place, sets their
+// `grad` to (moving - batch) * (1 - momentum): one SGD step with learning rate 1 on them is then
+// the moving-average update moving = momentum * moving + (1 - momentum) * batch (the caller
+// pushes it in an SGD(1) optimizer group). Inference normalises with the moving statistics and
+// leaves their grads alone. Gradients flow to x, gamma and beta as in BatchNorm::Forward.
+Var BatchNormalize(const Var& x, const Var& gamma, const Var& beta, const Var& moving_mean,
+                   const Var& moving_variance, bool training, float momentum = 0.99f,
+                   float epsilon = 1e-3f);
+
 class BatchNorm : public Module {
  public:
   BatchNorm(int64_t dim, float momentum = 0.99f, float epsilon = 1e-3f,

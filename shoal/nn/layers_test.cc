@@ -121,6 +121,49 @@ TEST(BatchNormTest, GradientsInTrainingAndInference) {
   ExpectGradientsOk([&] { return RandomProjection(bn.Forward(x, false)); }, Vars(bn, {x}));
 }
 
+TEST(BatchNormalizeTest, TrainingSetsTheMovingAverageAsASgdGradient) {
+  Var gamma = Leaf(Tensor(Shape{2}, 1.0f), true);
+  Var beta = Leaf(Tensor(Shape{2}), true);
+  Var mean = Leaf(Tensor(Shape{2}, {0.0f, 10.0f}), true);
+  Var variance = Leaf(Tensor(Shape{2}, {1.0f, 1.0f}), true);
+  Var x = Leaf(Tensor(Shape{2, 2}, {1, 10, 3, 30}));
+  Var y = BatchNormalize(x, gamma, beta, mean, variance, /*training=*/true, /*momentum=*/0.9f,
+                         /*epsilon=*/0.0f);
+  // Normalised with the batch's statistics (column 0: mean 2, var 1; column 1: mean 20, var 100).
+  EXPECT_NEAR(y->value[0], -1.0f, 1e-5);
+  EXPECT_NEAR(y->value[3], 1.0f, 1e-5);
+  // The leaves are untouched; their grads make moving -= 1 * grad the moving average.
+  EXPECT_EQ(mean->value[0], 0.0f);
+  ASSERT_EQ(mean->grad.size(), 2);
+  EXPECT_NEAR(mean->value[0] - mean->grad[0], 0.9f * 0.0f + 0.1f * 2.0f, 1e-5);
+  EXPECT_NEAR(mean->value[1] - mean->grad[1], 0.9f * 10.0f + 0.1f * 20.0f, 1e-4);
+  EXPECT_NEAR(variance->value[0] - variance->grad[0], 0.9f + 0.1f * 1.0f, 1e-5);
+  EXPECT_NEAR(variance->value[1] - variance->grad[1], 0.9f + 0.1f * 100.0f, 1e-4);
+  // Inference uses the moving statistics and leaves the grads alone.
+  mean->grad = Tensor();
+  Var z = BatchNormalize(Leaf(Tensor(Shape{1, 2}, {2, 11})), gamma, beta, mean, variance,
+                         /*training=*/false, 0.9f, 0.0f);
+  EXPECT_FLOAT_EQ(z->value[0], 2.0f);
+  EXPECT_FLOAT_EQ(z->value[1], 1.0f);
+  EXPECT_TRUE(mean->grad.empty());
+}
+
+TEST(BatchNormalizeTest, GradientsMatchTheModule) {
+  Var gamma = Leaf(Tensor(Shape{3}, {1.5f, -0.5f, 0.8f}), true);
+  Var beta = Leaf(Tensor(Shape{3}, {0.1f, 0.2f, -0.3f}), true);
+  Var mean = Leaf(Tensor(Shape{3}, {0.3f, -0.2f, 0.1f}));
+  Var variance = Leaf(Tensor(Shape{3}, {1.2f, 0.7f, 2.0f}));
+  Var x = RandomInput({6, 3}, 11, -2.0f, 2.0f);
+  for (const bool training : {true, false}) {
+    ExpectGradientsOk(
+        [&] {
+          return RandomProjection(
+              BatchNormalize(x, gamma, beta, mean, variance, training, 0.99f, 1e-3f));
+        },
+        {x, gamma, beta});
+  }
+}
+
 // ---- losses ----
 
 TEST(LossTest, SigmoidCrossEntropyValuesAndStability) {

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
+#include "shoal/estimator/models.h"
 #include "shoal/export/export_dir.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
@@ -44,8 +45,7 @@ absl::StatusOr<std::unique_ptr<Predictor>> Predictor::Load(FileSystems& fs,
   p.layout_.dense_names = p.features_.dense_names();
   p.layout_.dense_widths = p.features_.dense_widths();
   p.layout_.sparse = p.features_.sparse_specs();
-  p.groups_ = {OptimizerGroupSpec{"deep", p.job_.optimizer},
-               OptimizerGroupSpec{"wide", p.job_.wide_optimizer}};
+  p.groups_ = OptimizerGroups(p.job_.model, p.job_.optimizer, p.job_.wide_optimizer);
 
   // Record the model's parameters as the Estimator does; the export must hold exactly those.
   ModelContext recording(p.layout_, p.groups_, p.job_.run.seed);
