@@ -58,6 +58,9 @@ def run_member(estimator, train_spec, eval_spec):
         sections.update(section)
         if which == "train":
             label = label_name
+    if eval_spec.hooks and role == "evaluator":
+        _log.warning("EvalSpec hooks are not run by a cluster's evaluator yet (they run in a "
+                     "local train_and_evaluate)")
     eval_section = eval_spec.eval_section()
     job = estimator._job(label, sections, eval_section)
     max_steps = train_spec.max_steps
