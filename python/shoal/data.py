@@ -173,10 +173,7 @@ class Dataset:
         if self.schema is None and self.format in ("tfrecord", "tsv"):
             raise ValueError("the dataset's records are not parsed: map them with "
                              "tf.io.parse_single_example / tf.io.decode_csv")
-        if label_vocabulary is not None:
-            raise NotImplementedError("label_vocabulary with file inputs is not supported yet: "
-                                      "write the labels as class ids, or read the data with "
-                                      "pandas_input_fn")
+        del label_vocabulary  # the engine maps string labels (features.label_vocabulary)
         section = {"files": list(self.files), "format": self.format,
                    "num_epochs": self.num_epochs, "batch_size": self.batch_size or 1,
                    "drop_remainder": self.drop_remainder, "bad_records": self.bad_records}

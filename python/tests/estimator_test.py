@@ -478,3 +478,26 @@ def test_batch_norm_model_served_by_shoal_serve_as_predict_scores_it(tmp_path):
         server.wait()
     got = [p["logistic"][0] for p in served]
     assert got == pytest.approx(expected, abs=1e-5), (got, expected, line)
+
+
+def test_string_labels_in_files_through_label_vocabulary(tmp_path):
+    """make_csv_dataset with string labels: the engine maps them (features.label_vocabulary)."""
+    df = ctr_frame(2000, 7)
+    df["label"] = df["label"].map({0: "no", 1: "yes"})
+    df.to_csv(tmp_path / "d.csv", index=False)
+    colour = tf.feature_column.categorical_column_with_vocabulary_list(
+        "colour", ["red", "green", "blue", "black"])
+    est = tf.estimator.LinearClassifier([colour, tf.feature_column.bucketized_column(
+        tf.feature_column.numeric_column("age"), [30, 45, 60])], model_dir=str(tmp_path / "m"),
+        label_vocabulary=["no", "yes"])
+
+    def input_fn(epochs):
+        return lambda: tf.data.experimental.make_csv_dataset(
+            str(tmp_path / "d.csv"), 64, label_name="label", num_epochs=epochs, shuffle=False)
+
+    est.train(input_fn(3))
+    assert est.evaluate(input_fn(1))["auc"] > 0.7
+    df.loc[5, "label"] = "maybe"
+    df.to_csv(tmp_path / "d.csv", index=False)
+    with pytest.raises(ValueError, match="row 5: 'maybe' is not in label_vocabulary"):
+        est.train(input_fn(1))

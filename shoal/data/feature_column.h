@@ -124,6 +124,10 @@ struct IndicatorColumn {
 // The training target: a float or int64 (class id, converted to float) scalar column.
 struct LabelColumn {
   std::string source;  // "" = no label (prediction input)
+  // TF's label_vocabulary: the classes as strings, in class-id order. A string label column is
+  // then read as the index of its value in this list (a value outside it is INVALID_ARGUMENT
+  // naming the row and the value); empty = numeric labels.
+  std::vector<std::string> vocabulary;
 };
 
 // A whole configuration. Dense outputs are laid out numeric columns first, then indicator

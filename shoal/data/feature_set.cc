@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
 #include "shoal/data/murmur3.h"
@@ -287,9 +288,27 @@ absl::StatusOr<FeatureSet> FeatureSet::Create(const FeatureColumns& columns, con
   }
 
   if (!columns.label.source.empty()) {
-    ASSIGN_OR_RETURN(set.label_source_,
-                     ResolveSource("label", columns.label.source, columns.label.source, schema,
-                                   {ValueType::kFloat, ValueType::kInt64}));
+    const std::string& label = columns.label.source;
+    if (!columns.label.vocabulary.empty()) {
+      ASSIGN_OR_RETURN(set.label_source_,
+                       ResolveSource("label", label, label, schema, {ValueType::kString}));
+    } else {
+      const int index = schema.IndexOf(label);
+      if (index >= 0 && schema.columns[static_cast<size_t>(index)].type == ValueType::kString) {
+        return Invalid("label", label,
+                       "holds strings: set features.label_vocabulary to the classes in id order "
+                       "(TF's label_vocabulary), e.g. [\"<=50K\", \">50K\"]");
+      }
+      ASSIGN_OR_RETURN(set.label_source_, ResolveSource("label", label, label, schema,
+                                                        {ValueType::kFloat, ValueType::kInt64}));
+    }
+    for (size_t i = 0; i < columns.label.vocabulary.size(); ++i) {
+      if (!set.label_ids_.emplace(columns.label.vocabulary[i], static_cast<int>(i)).second) {
+        return Invalid(
+            "label", columns.label.source,
+            absl::StrCat("label_vocabulary has '", columns.label.vocabulary[i], "' twice"));
+      }
+    }
   }
   return set;
 }
@@ -330,6 +349,18 @@ absl::Status FeatureSet::FillLabels(const RawBatch& batch, Tensor& labels) const
                      absl::StrCat("row ", r, " has ", column.RowSize(r), " values, expected 1"));
     }
     const auto i = static_cast<size_t>(column.RowBegin(r));
+    if (column.type() == ValueType::kString) {
+      const absl::string_view value = column.StringAt(static_cast<int64_t>(i));
+      const auto id = label_ids_.find(value);
+      if (id == label_ids_.end()) {
+        return Invalid(
+            "label", name,
+            absl::StrCat("row ", r, ": '", absl::CHexEscape(value),
+                         "' is not in label_vocabulary (", label_ids_.size(), " classes)"));
+      }
+      labels[r] = static_cast<float>(id->second);
+      continue;
+    }
     labels[r] = column.type() == ValueType::kFloat ? column.floats()[i]
                                                    : static_cast<float>(column.int64s()[i]);
   }

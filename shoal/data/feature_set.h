@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "shoal/data/categorical_column.h"
 #include "shoal/data/feature_column.h"
@@ -87,6 +88,8 @@ class FeatureSet {
   std::vector<int64_t> dense_widths_;
   int64_t dense_width_ = 0;
   int label_source_ = -1;
+  // label.vocabulary: class string -> id.
+  absl::flat_hash_map<std::string, int> label_ids_;
 };
 
 }  // namespace shoal

@@ -218,6 +218,33 @@ TEST_F(FeatureSetTest, ConfigErrorsNameTheColumn) {
   }
 }
 
+TEST_F(FeatureSetTest, StringLabelsThroughALabelVocabulary) {
+  const Schema schema = MakeSchema({{"income", ValueType::kString}, {"x", ValueType::kFloat}});
+  FeatureColumns columns;
+  columns.numeric.push_back({.name = "x"});
+  columns.label.source = "income";
+  // Without a vocabulary a string label is refused, saying what to set.
+  EXPECT_THAT(ConfigError(columns, schema), HasSubstr("set features.label_vocabulary"));
+  columns.label.vocabulary = {"<=50K", ">50K"};
+  auto set = Create(columns, schema);
+  ASSERT_TRUE(set.ok()) << set.status();
+  // Columns of rows: income [">50K", "<=50K"], x [1, 2].
+  auto out = set->Transform(MakeBatch(schema, {{{">50K"}, {"<=50K"}}, {{"1"}, {"2"}}}));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->labels[0], 1.0f);
+  EXPECT_EQ(out->labels[1], 0.0f);
+  // A class outside the vocabulary names the row and the value.
+  auto bad = set->Transform(MakeBatch(schema, {{{">50K"}, {" >50K"}}, {{"1"}, {"2"}}}));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("label column 'income': row 1: ' >50K' is not in label_vocabulary"));
+  // A label_vocabulary needs a string column, and no class twice.
+  const Schema numeric = MakeSchema({{"income", ValueType::kInt64}, {"x", ValueType::kFloat}});
+  EXPECT_THAT(ConfigError(columns, numeric), HasSubstr("expected string"));
+  columns.label.vocabulary = {"a", "b", "a"};
+  EXPECT_THAT(ConfigError(columns, schema), HasSubstr("label_vocabulary has 'a' twice"));
+}
+
 TEST_F(FeatureSetTest, MissingVocabularyFileIsNotFound) {
   const Schema schema = MakeSchema({{"s", ValueType::kString}});
   FeatureColumns c;

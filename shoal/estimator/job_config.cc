@@ -190,6 +190,10 @@ absl::Status ParseFeatures(const Ctx& ctx, const Node& node, FeatureColumns* f) 
         return c.Read("name", &i->name);
       }));
   RETURN_IF_ERROR(r.Read("label", &f->label.source));
+  RETURN_IF_ERROR(r.Read("label_vocabulary", &f->label.vocabulary));
+  if (!f->label.vocabulary.empty() && f->label.source.empty()) {
+    return r.ErrorAt("label_vocabulary", "set label: COLUMN too (the column holding the classes)");
+  }
   return r.Finish();
 }
 

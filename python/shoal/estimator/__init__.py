@@ -176,6 +176,10 @@ class Estimator:
                     "patterns": _warm_patterns(warm.vars_to_warm_start)}
         if inputs_section:
             job["input"] = inputs_section
+            # File inputs carry the labels as read: the engine maps the classes' strings (an
+            # in-memory input's labels are mapped to ids in Python already).
+            if self._label_vocabulary and label is not None:
+                job["features"]["label_vocabulary"] = list(self._label_vocabulary)
         if eval_section:
             job["eval"] = eval_section
         return job
