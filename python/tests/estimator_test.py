@@ -501,3 +501,32 @@ def test_string_labels_in_files_through_label_vocabulary(tmp_path):
     df.to_csv(tmp_path / "d.csv", index=False)
     with pytest.raises(ValueError, match="row 5: 'maybe' is not in label_vocabulary"):
         est.train(input_fn(1))
+
+
+def test_weight_column_weighs_examples(tmp_path):
+    """Every other label flipped: weight 0 on those makes the model learn the true labels."""
+    df = ctr_frame(4000, 8)
+    labels = df.pop("label").copy()
+    flipped = np.arange(len(df)) % 2 == 1
+    noisy = labels.where(~flipped, 1 - labels)
+    df["w"] = np.where(flipped, 0.0, 1.0).astype(np.float32)
+    linear, deep = wide_deep_columns()
+    aucs = {}
+    for weighted in (False, True):
+        est = tf.estimator.DNNLinearCombinedClassifier(
+            model_dir=str(tmp_path / str(weighted)), linear_feature_columns=linear,
+            dnn_feature_columns=deep, dnn_hidden_units=[8],
+            weight_column="w" if weighted else None)
+        est.train(tf.estimator.inputs.pandas_input_fn(df, noisy, shuffle=True, num_epochs=5))
+        clean = df.assign(w=np.float32(1.0))  # evaluation reads the weight column too, as TF
+        aucs[weighted] = est.evaluate(tf.estimator.inputs.pandas_input_fn(
+            clean, labels, shuffle=False))["auc"]
+    assert aucs[True] > 0.7 and aucs[True] > aucs[False] + 0.1, aucs
+    # A numeric_column names it too; the weight is not a model input, so predicting without it
+    # works.
+    est = tf.estimator.LinearClassifier(
+        [tf.feature_column.categorical_column_with_vocabulary_list("colour", ["red", "blue"])],
+        model_dir=str(tmp_path / "lin"), weight_column=tf.feature_column.numeric_column("w"))
+    est.train(tf.estimator.inputs.pandas_input_fn(df, noisy, shuffle=False))
+    assert len(list(est.predict(tf.estimator.inputs.pandas_input_fn(
+        df[["colour"]].head(3), shuffle=False)))) == 3

@@ -130,6 +130,12 @@ struct LabelColumn {
   std::vector<std::string> vocabulary;
 };
 
+// TF's weight_column: a float or int64 column (one value >= 0 per example) weighing each example
+// in the loss and the metrics; "" = every example weighs 1.
+struct WeightColumn {
+  std::string source;
+};
+
 // A whole configuration. Dense outputs are laid out numeric columns first, then indicator
 // columns, each in list order; sparse outputs are embedding columns, then wide columns.
 struct FeatureColumns {
@@ -143,6 +149,7 @@ struct FeatureColumns {
   std::vector<WideColumn> wide;
   std::vector<IndicatorColumn> indicator;
   LabelColumn label;
+  WeightColumn weight;
 };
 
 // One sparse model input: per example a list of ids (CSR).
@@ -163,6 +170,8 @@ struct FeatureBatch {
   std::vector<int64_t> dense_widths;     // slots of each dense output column (same order)
   std::vector<SparseFeature> sparse;
   Tensor labels;  // [B, 1]; empty (size 0) without a label column
+  // Per example, its weight (WeightColumn); empty without a weight column (every example 1).
+  std::vector<float> weights;
   // Per example, the id of the data task it came from (RawBatch::origins; -1 when unknown).
   std::vector<int64_t> origins;
   // Raw input columns carried along unchanged for the output of a prediction (an id, the label),

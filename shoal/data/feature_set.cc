@@ -310,6 +310,11 @@ absl::StatusOr<FeatureSet> FeatureSet::Create(const FeatureColumns& columns, con
       }
     }
   }
+  if (!columns.weight.source.empty()) {
+    ASSIGN_OR_RETURN(set.weight_source_,
+                     ResolveSource("weight", columns.weight.source, columns.weight.source, schema,
+                                   {ValueType::kFloat, ValueType::kInt64}));
+  }
   return set;
 }
 
@@ -363,6 +368,27 @@ absl::Status FeatureSet::FillLabels(const RawBatch& batch, Tensor& labels) const
     }
     labels[r] = column.type() == ValueType::kFloat ? column.floats()[i]
                                                    : static_cast<float>(column.int64s()[i]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FeatureSet::FillWeights(const RawBatch& batch, std::vector<float>& weights) const {
+  const RawColumn& column = batch.column(weight_source_);
+  const absl::string_view name = schema_.columns[static_cast<size_t>(weight_source_)].name;
+  weights.resize(static_cast<size_t>(batch.num_rows()));
+  for (int64_t r = 0; r < batch.num_rows(); ++r) {
+    if (column.RowSize(r) != 1) {
+      return Invalid("weight", name,
+                     absl::StrCat("row ", r, " has ", column.RowSize(r), " values, expected 1"));
+    }
+    const auto i = static_cast<size_t>(column.RowBegin(r));
+    const float w = column.type() == ValueType::kFloat ? column.floats()[i]
+                                                       : static_cast<float>(column.int64s()[i]);
+    if (!(w >= 0.0f) || !std::isfinite(w)) {
+      return Invalid("weight", name,
+                     absl::StrCat("row ", r, " weighs ", w, "; weights are finite and >= 0"));
+    }
+    weights[static_cast<size_t>(r)] = w;
   }
   return absl::OkStatus();
 }
@@ -438,6 +464,11 @@ absl::Status FeatureSet::TransformInto(const RawBatch& batch, FeatureBatch* out)
     }
   }
 
+  if (weight_source_ >= 0) {
+    RETURN_IF_ERROR(FillWeights(batch, out->weights));
+  } else {
+    out->weights.clear();
+  }
   if (label_source_ >= 0) {
     if (out->labels.shape() != Shape{rows, 1}) out->labels = Tensor(Shape{rows, 1});
     RETURN_IF_ERROR(FillLabels(batch, out->labels));

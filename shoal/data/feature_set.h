@@ -51,6 +51,7 @@ class FeatureSet {
   // One SparseFeature per sparse output, in output order, with ids/offsets/weights empty.
   const std::vector<SparseFeature>& sparse_specs() const { return sparse_specs_; }
   bool has_label() const { return label_source_ >= 0; }
+  bool has_weight() const { return weight_source_ >= 0; }
 
  private:
   struct Numeric {
@@ -73,6 +74,7 @@ class FeatureSet {
   absl::Status CheckBatch(const RawBatch& batch) const;
   absl::Status FillNumeric(const Numeric& numeric, const RawBatch& batch, Tensor& dense) const;
   absl::Status FillLabels(const RawBatch& batch, Tensor& labels) const;
+  absl::Status FillWeights(const RawBatch& batch, std::vector<float>& weights) const;
 
   Schema schema_;
   std::vector<Numeric> numeric_;
@@ -88,6 +90,7 @@ class FeatureSet {
   std::vector<int64_t> dense_widths_;
   int64_t dense_width_ = 0;
   int label_source_ = -1;
+  int weight_source_ = -1;
   // label.vocabulary: class string -> id.
   absl::flat_hash_map<std::string, int> label_ids_;
 };

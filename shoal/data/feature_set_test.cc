@@ -245,6 +245,29 @@ TEST_F(FeatureSetTest, StringLabelsThroughALabelVocabulary) {
   EXPECT_THAT(ConfigError(columns, schema), HasSubstr("label_vocabulary has 'a' twice"));
 }
 
+TEST_F(FeatureSetTest, ExampleWeightsFromAWeightColumn) {
+  const Schema schema = MakeSchema({{"w", ValueType::kFloat}, {"n", ValueType::kInt64}});
+  FeatureColumns columns;
+  columns.numeric.push_back({.name = "n"});
+  auto plain = Create(columns, schema);
+  ASSERT_TRUE(plain.ok());
+  auto out = plain->Transform(MakeBatch(schema, {{{"2"}, {"0.5"}}, {{"1"}, {"2"}}}));
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->weights.empty());  // no weight column: every example weighs 1
+  columns.weight.source = "w";
+  auto set = Create(columns, schema);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE(set->has_weight());
+  out = set->Transform(MakeBatch(schema, {{{"2"}, {"0.5"}}, {{"1"}, {"2"}}}));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->weights, ElementsAre(2.0f, 0.5f));
+  auto negative = set->Transform(MakeBatch(schema, {{{"1"}, {"-1"}}, {{"1"}, {"2"}}}));
+  EXPECT_THAT(negative.status().message(),
+              HasSubstr("weight column 'w': row 1 weighs -1; weights are finite and >= 0"));
+  auto missing = set->Transform(MakeBatch(schema, {{{}, {"1"}}, {{"1"}, {"2"}}}));
+  EXPECT_THAT(missing.status().message(), HasSubstr("row 0 has 0 values, expected 1"));
+}
+
 TEST_F(FeatureSetTest, MissingVocabularyFileIsNotFound) {
   const Schema schema = MakeSchema({{"s", ValueType::kString}});
   FeatureColumns c;

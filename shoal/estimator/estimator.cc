@@ -479,7 +479,7 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input, const EvalO
         if (op.name != metrics[i].first) {
           return absl::InvalidArgumentError("model_fn returned a different set of metrics");
         }
-        metrics[i].second->Update(op.predictions.span(), op.labels.span());
+        metrics[i].second->Update(op.predictions.span(), op.labels.span(), op.weights);
       }
       return absl::OkStatus();
     }();

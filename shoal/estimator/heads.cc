@@ -36,14 +36,23 @@ absl::Status CheckLabels(const Tensor& labels, int64_t batch, absl::string_view 
   return absl::OkStatus();
 }
 
+absl::Status CheckWeights(absl::Span<const float> weights, int64_t batch, absl::string_view head) {
+  if (!weights.empty() && static_cast<int64_t>(weights.size()) != batch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(head, " head: ", weights.size(), " weights for a batch of ", batch));
+  }
+  return absl::OkStatus();
+}
+
 template <typename M, typename... Args>
 std::function<std::unique_ptr<nn::Metric>()> Make(Args... args) {
   return [=] { return std::make_unique<M>(args...); };
 }
 
 MetricOp Op(std::string name, std::function<std::unique_ptr<nn::Metric>()> make, Tensor predictions,
-            Tensor labels) {
-  return MetricOp{std::move(name), std::move(make), std::move(predictions), std::move(labels)};
+            Tensor labels, absl::Span<const float> weights) {
+  return MetricOp{std::move(name), std::move(make), std::move(predictions), std::move(labels),
+                  std::vector<float>(weights.begin(), weights.end())};
 }
 
 class BinaryHead final : public Head {
@@ -51,8 +60,8 @@ class BinaryHead final : public Head {
   absl::string_view name() const override { return "binary"; }
   int64_t logits_dimension() const override { return 1; }
 
-  absl::StatusOr<EstimatorSpec> CreateSpec(const nn::Var& logits, const Tensor& labels,
-                                           Mode mode) const override {
+  absl::StatusOr<EstimatorSpec> CreateSpec(const nn::Var& logits, const Tensor& labels, Mode mode,
+                                           absl::Span<const float> weights) const override {
     RETURN_IF_ERROR(CheckLogits(logits, 1, name()));
     const int64_t batch = logits->value.dim(0);
     EstimatorSpec spec;
@@ -64,6 +73,7 @@ class BinaryHead final : public Head {
         {"logits", logits}, {"logistic", logistic}, {"class_ids", nn::Leaf(std::move(class_ids))}};
     if (mode == Mode::kPredict) return spec;
     RETURN_IF_ERROR(CheckLabels(labels, batch, name()));
+    RETURN_IF_ERROR(CheckWeights(weights, batch, name()));
     for (int64_t i = 0; i < batch; ++i) {
       if (labels[i] < 0.0f || labels[i] > 1.0f) {
         return absl::InvalidArgumentError(
@@ -71,17 +81,18 @@ class BinaryHead final : public Head {
                          "; binary labels lie in [0, 1] (use head: multiclass for class ids)"));
       }
     }
-    spec.loss = nn::SigmoidCrossEntropyWithLogits(logits, labels);
+    spec.loss = nn::SigmoidCrossEntropyWithLogits(logits, labels, weights);
     if (mode == Mode::kEval) {
       const Tensor& p = logistic->value;
-      spec.metrics.push_back(Op("accuracy", Make<nn::Accuracy>(), p, labels));
-      spec.metrics.push_back(Op("auc", Make<nn::Auc>(), p, labels));
-      spec.metrics.push_back(Op("precision", Make<nn::Precision>(), p, labels));
-      spec.metrics.push_back(Op("recall", Make<nn::Recall>(), p, labels));
-      spec.metrics.push_back(
-          Op("label/mean", Make<nn::MeanMetric>(std::string("label/mean")), labels, labels));
-      spec.metrics.push_back(
-          Op("prediction/mean", Make<nn::MeanMetric>(std::string("prediction/mean")), p, labels));
+      spec.metrics.push_back(Op("accuracy", Make<nn::Accuracy>(), p, labels, weights));
+      spec.metrics.push_back(Op("auc", Make<nn::Auc>(), p, labels, weights));
+      spec.metrics.push_back(Op("precision", Make<nn::Precision>(), p, labels, weights));
+      spec.metrics.push_back(Op("recall", Make<nn::Recall>(), p, labels, weights));
+      spec.metrics.push_back(Op("label/mean", Make<nn::MeanMetric>(std::string("label/mean")),
+                                labels, labels, weights));
+      spec.metrics.push_back(Op("prediction/mean",
+                                Make<nn::MeanMetric>(std::string("prediction/mean")), p, labels,
+                                weights));
     }
     return spec;
   }
@@ -93,8 +104,8 @@ class MulticlassHead final : public Head {
   absl::string_view name() const override { return "multiclass"; }
   int64_t logits_dimension() const override { return num_classes_; }
 
-  absl::StatusOr<EstimatorSpec> CreateSpec(const nn::Var& logits, const Tensor& labels,
-                                           Mode mode) const override {
+  absl::StatusOr<EstimatorSpec> CreateSpec(const nn::Var& logits, const Tensor& labels, Mode mode,
+                                           absl::Span<const float> weights) const override {
     RETURN_IF_ERROR(CheckLogits(logits, num_classes_, name()));
     const int64_t batch = logits->value.dim(0);
     EstimatorSpec spec;
@@ -113,6 +124,7 @@ class MulticlassHead final : public Head {
                         {"class_ids", nn::Leaf(std::move(class_ids))}};
     if (mode == Mode::kPredict) return spec;
     RETURN_IF_ERROR(CheckLabels(labels, batch, name()));
+    RETURN_IF_ERROR(CheckWeights(weights, batch, name()));
     std::vector<int32_t> ids(static_cast<size_t>(batch));
     for (int64_t i = 0; i < batch; ++i) {
       const float label = labels[i];
@@ -124,10 +136,10 @@ class MulticlassHead final : public Head {
       }
       ids[static_cast<size_t>(i)] = static_cast<int32_t>(label);
     }
-    spec.loss = nn::SoftmaxCrossEntropy(logits, ids);
+    spec.loss = nn::SoftmaxCrossEntropy(logits, ids, weights);
     if (mode == Mode::kEval) {
-      spec.metrics.push_back(
-          Op("accuracy", Make<nn::MulticlassAccuracy>(num_classes_), probabilities->value, labels));
+      spec.metrics.push_back(Op("accuracy", Make<nn::MulticlassAccuracy>(num_classes_),
+                                probabilities->value, labels, weights));
     }
     return spec;
   }
@@ -141,8 +153,8 @@ class RegressionHead final : public Head {
   absl::string_view name() const override { return "regression"; }
   int64_t logits_dimension() const override { return 1; }
 
-  absl::StatusOr<EstimatorSpec> CreateSpec(const nn::Var& logits, const Tensor& labels,
-                                           Mode mode) const override {
+  absl::StatusOr<EstimatorSpec> CreateSpec(const nn::Var& logits, const Tensor& labels, Mode mode,
+                                           absl::Span<const float> weights) const override {
     RETURN_IF_ERROR(CheckLogits(logits, 1, name()));
     const int64_t batch = logits->value.dim(0);
     EstimatorSpec spec;
@@ -150,13 +162,14 @@ class RegressionHead final : public Head {
     spec.predictions = {{"predictions", logits}};
     if (mode == Mode::kPredict) return spec;
     RETURN_IF_ERROR(CheckLabels(labels, batch, name()));
-    spec.loss = nn::MeanSquaredError(logits, labels);
+    RETURN_IF_ERROR(CheckWeights(weights, batch, name()));
+    spec.loss = nn::MeanSquaredError(logits, labels, weights);
     if (mode == Mode::kEval) {
-      spec.metrics.push_back(
-          Op("label/mean", Make<nn::MeanMetric>(std::string("label/mean")), labels, labels));
+      spec.metrics.push_back(Op("label/mean", Make<nn::MeanMetric>(std::string("label/mean")),
+                                labels, labels, weights));
       spec.metrics.push_back(Op("prediction/mean",
                                 Make<nn::MeanMetric>(std::string("prediction/mean")), logits->value,
-                                labels));
+                                labels, weights));
     }
     return spec;
   }

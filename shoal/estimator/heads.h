@@ -33,10 +33,15 @@ class Head {
   virtual absl::string_view name() const = 0;
   // Width of the logits the model must produce.
   virtual int64_t logits_dimension() const = 0;
-  // `labels` is [B,1] (empty in PREDICT mode).
-  [[nodiscard]] virtual absl::StatusOr<EstimatorSpec> CreateSpec(const nn::Var& logits,
-                                                                 const Tensor& labels,
-                                                                 Mode mode) const = 0;
+  // `labels` is [B,1] (empty in PREDICT mode); `weights` one per example (empty: all 1) weigh
+  // the loss (sum of w * loss / B, TF's SUM_OVER_BATCH_SIZE) and every metric.
+  [[nodiscard]] virtual absl::StatusOr<EstimatorSpec> CreateSpec(
+      const nn::Var& logits, const Tensor& labels, Mode mode,
+      absl::Span<const float> weights) const = 0;
+  [[nodiscard]] absl::StatusOr<EstimatorSpec> CreateSpec(const nn::Var& logits,
+                                                         const Tensor& labels, Mode mode) const {
+    return CreateSpec(logits, labels, mode, {});
+  }
 };
 
 std::unique_ptr<Head> MakeBinaryHead();

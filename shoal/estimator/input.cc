@@ -127,6 +127,7 @@ FeatureColumns ColumnsAsRead(const FeatureColumns& columns, const Schema& schema
                              bool require_label) {
   FeatureColumns used = columns;
   if (!require_label && schema.IndexOf(used.label.source) < 0) used.label.source.clear();
+  if (!require_label && schema.IndexOf(used.weight.source) < 0) used.weight.source.clear();
   return used;
 }
 

@@ -191,6 +191,7 @@ absl::Status ParseFeatures(const Ctx& ctx, const Node& node, FeatureColumns* f) 
       }));
   RETURN_IF_ERROR(r.Read("label", &f->label.source));
   RETURN_IF_ERROR(r.Read("label_vocabulary", &f->label.vocabulary));
+  RETURN_IF_ERROR(r.Read("weight", &f->weight.source));
   if (!f->label.vocabulary.empty() && f->label.source.empty()) {
     return r.ErrorAt("label_vocabulary", "set label: COLUMN too (the column holding the classes)");
   }

@@ -328,6 +328,7 @@ features:
   indicator: [{categorical: K, name: ki}]
   label: y
   label_vocabulary: [a, "b c", "null", "", "x"]
+  weight: a
 model: {type: wide_deep, head: multiclass, num_classes: 5, hidden_units: [3], activation: tanh,
         dropout: 0.5, batch_norm: true}
 optimizer: {name: adam, learning_rate: 0.001, beta1: 0.8, beta2: 0.99, epsilon: 1e-6}
@@ -359,6 +360,7 @@ TEST(JobConfigTest, FullConfigRoundTrips) {
   const JobConfig& c = *second;
   EXPECT_EQ(c.run.model_dir, "/m");
   EXPECT_THAT(c.features.label.vocabulary, ElementsAre("a", "b c", "null", "", "x"));
+  EXPECT_EQ(c.features.weight.source, "a");
   EXPECT_FLOAT_EQ(c.features.numeric[0].mean, 0.25f);
   EXPECT_EQ(c.features.numeric[0].normalizer, Normalizer::kStandardize);
   EXPECT_THAT(c.features.vocabulary[0].vocabulary, ElementsAre("1", "null", "", "a b"));

@@ -192,6 +192,7 @@ void WriteFeatures(Writer& w, const FeatureColumns& f) {
   w.EndList();
   w.OptionalStr("label", f.label.source);
   if (!f.label.vocabulary.empty()) w.StrList("label_vocabulary", f.label.vocabulary);
+  w.OptionalStr("weight", f.weight.source);
   w.EndMap();
 }
 

@@ -86,6 +86,11 @@ int64_t FeatureLayout::dense_width() const {
 
 DenseInitializer Zeros() { return DenseInitializer{}; }
 
+absl::Span<const float> ModelContext::example_weights() const {
+  if (batch_ == nullptr) return {};
+  return batch_->weights;
+}
+
 DenseInitializer ConstantInit(float value) {
   DenseInitializer init;
   init.kind = DenseInitializer::Kind::kConstant;

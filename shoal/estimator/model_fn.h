@@ -59,6 +59,7 @@ struct MetricOp {
   std::function<std::unique_ptr<nn::Metric>()> make;
   Tensor predictions;
   Tensor labels;
+  std::vector<float> weights;  // per example; empty = 1 each
 };
 
 // What a model returns. Required per mode (ValidateSpec):
@@ -116,6 +117,8 @@ class ModelContext {
   Mode mode() const { return mode_; }
   bool training() const { return mode_ == Mode::kTrain; }
   int64_t batch_size() const { return batch_size_; }
+  // The batch's example weights (features.weight); empty when every example weighs 1.
+  absl::Span<const float> example_weights() const;
   const FeatureLayout& layout() const { return layout_; }
 
   // The batch's dense features [B, dense width] (a constant).

@@ -112,7 +112,7 @@ nn::Var LinearLogits(ModelContext& ctx, const FeatureKinds& kinds, bool use_dens
 absl::StatusOr<EstimatorSpec> Finish(ModelContext& ctx, const nn::Var& logits, const Head& head,
                                      const Tensor& labels, Mode mode) {
   if (!ctx.status().ok()) return ctx.status();
-  return head.CreateSpec(logits, labels, mode);
+  return head.CreateSpec(logits, labels, mode, ctx.example_weights());
 }
 
 absl::StatusOr<EstimatorSpec> LinearModel(ModelContext& ctx, const Tensor& labels, Mode mode,

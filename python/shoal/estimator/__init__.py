@@ -166,6 +166,9 @@ class Estimator:
             "run": self._config.run_section(),
         }
         job.update(self._optimizer_sections())
+        weight = getattr(self, "_weight_column", None)
+        if weight is not None:
+            job["features"]["weight"] = weight
         if self._warm_start_from is not None:
             warm = self._warm_start_from
             if isinstance(warm, str):
@@ -190,7 +193,11 @@ class Estimator:
 
     def _expected_types(self):
         linear, dnn = self._feature_columns()
-        return fc.source_types(list(linear) + list(dnn))
+        types = fc.source_types(list(linear) + list(dnn))
+        weight = getattr(self, "_weight_column", None)
+        if weight is not None:
+            types.setdefault(weight, "float")
+        return types
 
     def _input(self, input_fn, mode, num_epochs_default=None):
         """Calls input_fn; returns (core Input, label name, extra job sections, TableInput)."""
@@ -365,7 +372,8 @@ class Estimator:
         if serving_input_receiver_fn is not None:
             receiver = serving_input_receiver_fn()
             spec = getattr(receiver, "feature_spec", None)
-        types = dict(self._expected_types())
+        linear, dnn = self._feature_columns()
+        types = fc.source_types(list(linear) + list(dnn))  # no label, no weight column
         if spec:
             for key, feature in spec.items():
                 kind = "string" if fc.dtypes.is_string(feature.dtype) else \
@@ -529,9 +537,9 @@ def _check_head(n_classes, label_vocabulary, weight_column, loss_reduction, wher
             raise ValueError(f"{where}: label_vocabulary has duplicates: {vocabulary}")
         if not all(isinstance(v, str) for v in vocabulary):
             raise ValueError(f"{where}: label_vocabulary must be strings, got {vocabulary}")
-    if weight_column is not None:
-        raise NotImplementedError(f"{where}: weight_column is not supported yet (shoal's heads "
-                                  "weigh every example equally)")
+    if weight_column is not None and not isinstance(weight_column, (str, fc.NumericColumn)):
+        raise ValueError(f"{where}: weight_column must be a feature name or a numeric_column, "
+                         f"got {weight_column!r}")
     if loss_reduction not in (None, "weighted_sum_over_batch_size", "sum_over_batch_size",
                               "SUM_OVER_BATCH_SIZE"):
         raise NotImplementedError(f"{where}: loss_reduction {loss_reduction!r} is not supported "
@@ -560,6 +568,8 @@ class _Canned(Estimator):
             _check_head(n_classes, label_vocabulary, weight_column, loss_reduction, where)
         self._n_classes = n_classes
         self._label_vocabulary = list(label_vocabulary) if label_vocabulary else None
+        self._weight_column = weight_column if isinstance(weight_column, str) or \
+            weight_column is None else weight_column.key
         hidden = [int(u) for u in (hidden_units or [])]
         if self._type in ("dnn", "wide_deep", "deepfm") and (not hidden or min(hidden) < 1):
             raise ValueError(f"{where}: hidden_units must be a non-empty list of positive "
