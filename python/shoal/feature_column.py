@@ -432,8 +432,11 @@ class WeightedColumn(CategoricalColumn):
 def weighted_categorical_column(categorical_column, weight_feature_key, dtype=dtypes.float32):
     """``tf.feature_column.weighted_categorical_column``: not in shoal's engine yet."""
     raise NotImplementedError(
-        "weighted_categorical_column is not supported yet: shoal's feature columns have no "
-        "per-id weights (the planned `id:weight` tokens); use an embedding with pooling instead")
+        f"weighted_categorical_column({getattr(categorical_column, 'name', categorical_column)!r}, "
+        f"{weight_feature_key!r}) is not supported yet: shoal's feature columns cannot attach "
+        "per-value weights to a categorical column's ids yet; use the categorical column "
+        "unweighted (embedding pooling 'mean' or 'sqrtn'), or weigh whole examples with "
+        "weight_column")
 
 
 # ---- dense wrappers ----
