@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from typing import Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from shoal.spark import summary
@@ -232,6 +233,14 @@ class MemberProcess:
         return code
 
 
+# `shoal run`'s exit code when the chief failed the job (launch/cluster_member.h): not this
+# member's own error. Its task waits this long before failing, so that the member whose error
+# failed the job fails its task first and Spark's error names the cause; Spark stops the waiting
+# tasks as soon as one fails.
+JOB_FAILED_EXIT_CODE = 3
+CAUSE_GRACE_SECS = 10.0
+
+
 def describe_exit(code: int) -> str:
     if code > 128 and code - 128 < signal.NSIG:
         try:
@@ -302,6 +311,8 @@ def run_member(job: MemberJob, _partition: Iterator) -> Iterator[str]:
     print(f"shoal.spark: {member.name} at {address}: shoal run (supervisor pid {process.pid}), "
           f"log {log_path}", file=sys.stderr, flush=True)
     code = process.wait()
+    if code == JOB_FAILED_EXIT_CODE:
+        time.sleep(CAUSE_GRACE_SECS)
     if code != 0:
         raise MemberFailed(failure_message(member, address, code, process.tail, log_path))
     row = {"member": member.name, "address": address, "log": log_path}
