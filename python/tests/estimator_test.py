@@ -530,3 +530,35 @@ def test_weight_column_weighs_examples(tmp_path):
     est.train(tf.estimator.inputs.pandas_input_fn(df, noisy, shuffle=False))
     assert len(list(est.predict(tf.estimator.inputs.pandas_input_fn(
         df[["colour"]].head(3), shuffle=False)))) == 3
+
+
+def test_tfrecord_dataset_parsed_with_parse_single_example(tmp_path):
+    """TFRecords of tf.train.Example (written by `shoal convert`), read through TF's
+    TFRecordDataset(...).map(parse_single_example) shape by the engine's reader."""
+    if not SHOAL_BIN:
+        pytest.skip("SHOAL_BIN (the CLI, for convert) is not set")
+    ctr_frame(3000, 9)[["colour", "age", "label"]].to_csv(tmp_path / "d.csv", index=False)
+    subprocess.run([SHOAL_BIN, "convert", "--format", "csv", "--out", str(tmp_path / "tfr"),
+                    str(tmp_path / "d.csv")], check=True, capture_output=True)
+    spec = {"colour": tf.io.FixedLenFeature([], tf.string),
+            "age": tf.io.FixedLenFeature([], tf.float32),
+            "label": tf.io.FixedLenFeature([], tf.int64)}
+
+    def parse(record):
+        features = tf.io.parse_single_example(record, spec)
+        return features, features.pop("label")
+
+    def input_fn(epochs):
+        return lambda: tf.data.TFRecordDataset(str(tmp_path / "tfr" / "part-*.tfrecord")).map(
+            parse).repeat(epochs).batch(64)
+
+    fc = tf.feature_column
+    est = tf.estimator.LinearClassifier(
+        [fc.categorical_column_with_vocabulary_list("colour", ["red", "green", "blue", "black"]),
+         fc.bucketized_column(fc.numeric_column("age"), [30, 45, 60])],
+        model_dir=str(tmp_path / "m"))
+    est.train(input_fn(4))
+    assert est.latest_checkpoint().endswith(f"ckpt-{(4 * 3000 + 63) // 64}")
+    assert est.evaluate(input_fn(1))["auc"] > 0.7
+    with pytest.raises(ValueError, match="must parse the record"):
+        tf.data.TFRecordDataset(str(tmp_path / "tfr" / "part-*.tfrecord")).map(lambda r: {"r": r})
