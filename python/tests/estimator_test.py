@@ -562,3 +562,37 @@ def test_tfrecord_dataset_parsed_with_parse_single_example(tmp_path):
     assert est.evaluate(input_fn(1))["auc"] > 0.7
     with pytest.raises(ValueError, match="must parse the record"):
         tf.data.TFRecordDataset(str(tmp_path / "tfr" / "part-*.tfrecord")).map(lambda r: {"r": r})
+
+
+def test_from_generator_as_in_the_users_post(tmp_path):
+    """The users' post 001: a generator of tab-separated lines, parsed with decode_csv."""
+    import random
+
+    def generator():
+        rng = random.Random(1)
+        for _ in range(2000):
+            datum = rng.random()
+            yield "\t".join(map(str, (datum, datum * 0.8 + 1)))
+
+    def parse(line):
+        fields = tf.decode_csv(line, [[0.0], [0.0]], field_delim="\t")
+        return {"x": fields[0]}, fields[1]
+
+    def train_input_fn():
+        dataset = tf.data.Dataset.from_generator(generator, tf.string, None)
+        return dataset.map(parse).repeat(10).batch(20)
+
+    est = tf.estimator.LinearRegressor([tf.feature_column.numeric_column("x")],
+                                       model_dir=str(tmp_path / "m"),
+                                       optimizer=tf.train.GradientDescentOptimizer(0.3))
+    est.train(train_input_fn)
+    assert est.latest_checkpoint().endswith("ckpt-1000")
+    assert est.evaluate(lambda: tf.data.Dataset.from_generator(generator, tf.string).map(
+        parse).batch(100))["loss"] < 1e-3
+    # A generator of (features, label) pairs: an in-memory table.
+    def pairs():
+        for i in range(100):
+            yield {"x": i / 100}, 0.8 * i / 100 + 1
+
+    est.train(lambda: tf.data.Dataset.from_generator(pairs).batch(10), steps=5)
+    assert est.latest_checkpoint().endswith("ckpt-1005")

@@ -210,6 +210,8 @@ class Estimator:
             features, labels = result
             rows = len(np.asarray(next(iter(features.values()))))
             result = TableInput(features, labels, rows, None, False, name="input_fn")
+        if isinstance(result, data.GeneratorDataset):
+            result = result.materialize(_generator_dir())
         if isinstance(result, data.TensorSliceDataset):
             result = result.table_input()
         if isinstance(result, TableInput):
@@ -427,6 +429,21 @@ class WarmStartSettings:
                                       "not supported yet")
         self.ckpt_to_initialize_from = ckpt_to_initialize_from
         self.vars_to_warm_start = vars_to_warm_start
+
+
+_GENERATOR_DIR = []
+
+
+def _generator_dir():
+    """Where from_generator's lines go for the engine to read: one temporary directory per
+    process, removed at exit."""
+    if not _GENERATOR_DIR:
+        import atexit
+        import shutil
+        path = tempfile.mkdtemp(prefix="shoal-generator-")
+        atexit.register(shutil.rmtree, path, True)
+        _GENERATOR_DIR.append(path)
+    return _GENERATOR_DIR[0]
 
 
 def _step_of(checkpoint):
