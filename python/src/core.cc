@@ -6,7 +6,7 @@
 //
 //   train(job, input, steps, max_steps, hooks, listen)  Estimator::Train
 //   evaluate(job, input, steps, hooks, name)            Estimator::Evaluate
-//   predict(job, input, put)                            Estimator::Predict, batch by batch
+//   predict(job, input, put, hooks)                     Estimator::Predict, batch by batch
 //   export(job, layout, export_dir_base)                Estimator::Export
 //   train_and_evaluate(job, train, eval, ...)           TrainAndEvaluate
 //   run_member(job, tf_config, secret, job_id)          RunClusterMember (`shoal run`)
@@ -475,9 +475,10 @@ py::dict Evaluate(const PyJob& job, const PyInput& input, int64_t steps,
 }
 
 // Calls put(dict name -> numpy array [B, ...]) per batch; put returning False stops the run.
-void Predict(const PyJob& job, const PyInput& input, const py::object& put) {
+void Predict(const PyJob& job, const PyInput& input, const py::object& put,
+             const py::object& dispatch) {
   std::unique_ptr<Estimator> estimator = MakeEstimator(job, input, false);
-  PythonHooks hooks{py::none()};
+  PythonHooks hooks{dispatch};
   bool stopped = false;
   absl::Status status;
   {
@@ -668,7 +669,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("dispatch"), py::arg("listen") = py::none());
   m.def("evaluate", &Evaluate, py::arg("job"), py::arg("input"), py::arg("steps"),
         py::arg("dispatch"));
-  m.def("predict", &Predict, py::arg("job"), py::arg("input"), py::arg("put"));
+  m.def("predict", &Predict, py::arg("job"), py::arg("input"), py::arg("put"),
+        py::arg("dispatch") = py::none());
   m.def("export", &Export, py::arg("job"), py::arg("layout"), py::arg("export_dir_base"));
   m.def("train_and_evaluate", &TrainAndEvaluateCall, py::arg("job"), py::arg("train"),
         py::arg("max_steps"), py::arg("eval"), py::arg("train_dispatch"), py::arg("eval_dispatch"),

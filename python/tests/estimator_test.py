@@ -596,3 +596,28 @@ def test_from_generator_as_in_the_users_post(tmp_path):
 
     est.train(lambda: tf.data.Dataset.from_generator(pairs).batch(10), steps=5)
     assert est.latest_checkpoint().endswith("ckpt-1005")
+
+
+def test_predict_runs_hooks_and_stops_when_the_consumer_does(tmp_path):
+    x, y = linear_data(1000)
+    est = tf.estimator.LinearRegressor([tf.feature_column.numeric_column("x")],
+                                       model_dir=str(tmp_path / "m"))
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, shuffle=False))
+
+    class Count(tf.train.SessionRunHook):
+        batches = 0
+
+        def after_run(self, run_context, run_values):
+            Count.batches += 1
+
+    hook = Count()
+    predictions = list(est.predict(tf.estimator.inputs.numpy_input_fn(
+        {"x": x}, batch_size=100, shuffle=False), hooks=[hook]))
+    assert len(predictions) == 1000 and Count.batches == 10
+    # Taking 3 of a long prediction and dropping the generator stops the engine's run.
+    big = np.tile(x, 200)
+    generator = est.predict(tf.estimator.inputs.numpy_input_fn({"x": big}, batch_size=10,
+                                                               shuffle=False))
+    first = [next(generator) for _ in range(3)]
+    generator.close()
+    assert len(first) == 3

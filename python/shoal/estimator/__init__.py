@@ -307,8 +307,6 @@ class Estimator:
                 yield_single_examples=True):
         """Yields predictions of the latest checkpoint: a dict per example (numpy values), or
         per batch with ``yield_single_examples=False``."""
-        if hooks:
-            raise NotImplementedError("predict(hooks=...) is not supported yet")
         if checkpoint_path is not None:
             raise NotImplementedError("predict(checkpoint_path=...) is not supported yet")
         if isinstance(predict_keys, str):
@@ -317,7 +315,8 @@ class Estimator:
         if self.latest_checkpoint() is None:
             raise ValueError(f"Could not find trained model in model_dir: {self._model_dir}.")
         job = self._job(label, section)
-        for batch in _run_in_thread(lambda put: _core().predict(job, core_input, put)):
+        runner = HookRunner(hooks) if hooks else None
+        for batch in _run_in_thread(lambda put: _core().predict(job, core_input, put, runner)):
             batch = self._complete_predictions(batch)
             if predict_keys is not None:
                 missing = [k for k in predict_keys if k not in batch]
