@@ -308,7 +308,7 @@ class GeneratorDataset(Dataset):
             setattr(target, key, getattr(self, key))
         if isinstance(target, TensorSliceDataset):
             target.batches_span_epochs = getattr(self, "batches_span_epochs", False)
-        target.from_generator = True  # lives in this process only (a cluster refuses it)
+        target.generated_here = True  # the data lives in this process only (a cluster refuses it)
         return target
 
     def repeat(self, count=None):

@@ -621,3 +621,21 @@ def test_predict_runs_hooks_and_stops_when_the_consumer_does(tmp_path):
     first = [next(generator) for _ in range(3)]
     generator.close()
     assert len(first) == 3
+
+
+def test_a_cluster_refuses_inputs_that_live_in_one_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({
+        "cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]},
+        "task": {"type": "chief", "index": 0}}))
+    est = tf.estimator.LinearRegressor([tf.feature_column.numeric_column("x")],
+                                       model_dir=str(tmp_path / "m"))
+    x, y = linear_data(100)
+    lines = lambda: tf.data.Dataset.from_generator(  # noqa: E731
+        lambda: (f"{a}\t{b}" for a, b in zip(x, y)), tf.string).map(
+            lambda line: (lambda f: ({"x": f[0]}, f[1]))(
+                tf.io.decode_csv(line, [[0.0], [0.0]], field_delim="\t"))).batch(10)
+    numpy = tf.estimator.inputs.numpy_input_fn({"x": x}, y, shuffle=False)
+    for input_fn, name in ((lines, "from_generator"), (numpy, "numpy_input_fn")):
+        with pytest.raises(ValueError, match=f"{name} in a cluster: an in-memory input"):
+            tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(input_fn),
+                                            tf.estimator.EvalSpec(input_fn))

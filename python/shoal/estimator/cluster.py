@@ -51,9 +51,10 @@ def run_member(estimator, train_spec, eval_spec):
     for spec, mode, which in ((train_spec, ModeKeys.TRAIN, "train"),
                               (eval_spec, ModeKeys.EVAL, "eval")):
         core_input, label_name, section, raw = estimator._call_input(spec.input_fn, mode, which)
-        if isinstance(raw, TableInput) or getattr(raw, "from_generator", False):
+        if isinstance(raw, TableInput) or getattr(raw, "generated_here", False):
             raise ValueError(
-                f"{raw.name} in a cluster: an in-memory input cannot be split into data tasks; "
+                f"{getattr(raw, 'name', 'from_generator')} in a cluster: an in-memory input "
+                "cannot be split into data tasks; "
                 "read files with tf.data (make_csv_dataset, TFRecordDataset) in a cluster")
         sections.update(section)
         if which == "train":
