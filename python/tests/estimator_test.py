@@ -348,9 +348,9 @@ def test_training_releases_the_gil(tmp_path):
         thread.join()
     seconds = time.time() - start
     # With the GIL held by the C++ call the thread would not tick at all during training (C++
-    # never yields it); free, it ticks about once a millisecond (once per 20 ms asked, for a
-    # loaded machine).
-    assert ticks[0] >= max(20, 0.05 * seconds * 1000), (ticks[0], seconds)
+    # never yields it); free, it ticks about once a millisecond (once per 100 ms asked, for a
+    # machine loaded by other tests).
+    assert ticks[0] >= max(10, 0.01 * seconds * 1000), (ticks[0], seconds)
 
 
 def test_from_tensor_slices_trains_like_numpy_input(tmp_path):
