@@ -147,6 +147,9 @@ class Dataset:
     def repeat(self, count=None):
         new = self._copy()
         new.num_epochs = 0 if count is None or count < 0 else int(count)
+        # In-memory inputs: repeat before batch lets batches span epochs (file inputs' pipeline
+        # does so always).
+        new.batches_span_epochs = self.batch_size is None
         return new
 
     def skip(self, count):
@@ -212,11 +215,6 @@ class TensorSliceDataset(Dataset):
                              "optionally with the labels: (features, labels)")
         self.features, self.labels = features, labels
         self.batches_span_epochs = False
-
-    def repeat(self, count=None):
-        new = super().repeat(count)
-        new.batches_span_epochs = self.batch_size is None  # repeat before batch: batches span
-        return new
 
     def map(self, map_func, num_parallel_calls=None, deterministic=None):
         raise ValueError("Dataset.map on in-memory slices is not supported: transform the arrays "
@@ -310,11 +308,6 @@ class GeneratorDataset(Dataset):
             target.batches_span_epochs = getattr(self, "batches_span_epochs", False)
         target.generated_here = True  # the data lives in this process only (a cluster refuses it)
         return target
-
-    def repeat(self, count=None):
-        new = super().repeat(count)
-        new.batches_span_epochs = self.batch_size is None
-        return new
 
 
 def _from_generator(generator, output_types=None, output_shapes=None, args=None,

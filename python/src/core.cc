@@ -564,11 +564,6 @@ void RunMember(const PyJob& job, const std::string& tf_config, const std::string
   member.job = job.config;
   member.heartbeat_timeout = absl::Seconds(job.config.run.heartbeat_timeout_secs);
   member.completion_timeout = absl::Seconds(job.config.run.completion_timeout_secs);
-  if (member.secret.size() < 16) {
-    Raise(absl::InvalidArgumentError(
-        "no job secret (or shorter than 16 bytes): set SHOAL_JOB_SECRET to the same value in "
-        "every process of the job (`shoal launch --python` creates one)"));
-  }
   absl::Status status;
   {
     py::gil_scoped_release release;

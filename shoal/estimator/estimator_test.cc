@@ -148,12 +148,12 @@ TEST_F(EstimatorTest, BatchNormTrainsItsMovingStatisticsOnTheParameterServers) {
 }
 
 TEST_F(EstimatorTest, ExampleWeightsWeighTheLossAndTheMetrics) {
-  // Every other training example has its label flipped: with weight 1 the task is noise, with
-  // weight 0 on the flipped ones the model learns the true labels.
-  auto noisy = [&](bool weighted) -> InputFn {
+  // Every other example has its label flipped: with weight 1 the task is noise, with weight 0
+  // on the flipped ones it is the true task.
+  auto noisy = [](const std::vector<Example>& examples, bool weighted, int64_t epochs) -> InputFn {
     std::vector<FeatureBatch> batches;
-    for (size_t i = 0; i < train_.size(); i += 50) {
-      FeatureBatch b = test::ToBatch(train_, i, i + 50, test::Layout());
+    for (size_t i = 0; i < examples.size(); i += 50) {
+      FeatureBatch b = test::ToBatch(examples, i, i + 50, test::Layout());
       b.weights.assign(50, 1.0f);
       for (int64_t r = 1; r < 50; r += 2) {
         b.labels[r] = 1.0f - b.labels[r];
@@ -161,14 +161,14 @@ TEST_F(EstimatorTest, ExampleWeightsWeighTheLossAndTheMetrics) {
       }
       batches.push_back(std::move(b));
     }
-    return [batches]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
-      return std::make_unique<test::VectorSource>(batches, 5);
+    return [batches, epochs]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
+      return std::make_unique<test::VectorSource>(batches, epochs);
     };
   };
   std::map<bool, double> auc;
   for (const bool weighted : {false, true}) {
     auto estimator = Make("wide_deep", JoinPath(dir_, weighted ? "weighted" : "plain"));
-    ASSERT_TRUE(estimator->Train(noisy(weighted), {}).ok());
+    ASSERT_TRUE(estimator->Train(noisy(train_, weighted, 5), {}).ok());
     ASSERT_OK_AND_ASSIGN(eval, estimator->Evaluate(Input(eval_, 50, 1), {}));
     auc[weighted] = eval.metrics["auc"];
   }
@@ -176,22 +176,7 @@ TEST_F(EstimatorTest, ExampleWeightsWeighTheLossAndTheMetrics) {
   EXPECT_LT(auc[false], auc[true] - 0.1);
   // Metrics weigh the examples: an evaluation whose flipped half weighs 0 scores like a clean one.
   auto estimator = Make("wide_deep", JoinPath(dir_, "weighted"));
-  std::vector<FeatureBatch> batches;
-  for (size_t i = 0; i < eval_.size(); i += 50) {
-    FeatureBatch b = test::ToBatch(eval_, i, i + 50, test::Layout());
-    b.weights.assign(50, 1.0f);
-    for (int64_t r = 1; r < 50; r += 2) {
-      b.labels[r] = 1.0f - b.labels[r];
-      b.weights[static_cast<size_t>(r)] = 0.0f;
-    }
-    batches.push_back(std::move(b));
-  }
-  ASSERT_OK_AND_ASSIGN(weighted_eval,
-                       estimator->Evaluate(
-                           [batches]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
-                             return std::make_unique<test::VectorSource>(batches, 1);
-                           },
-                           {}));
+  ASSERT_OK_AND_ASSIGN(weighted_eval, estimator->Evaluate(noisy(eval_, true, 1), {}));
   EXPECT_GT(weighted_eval.metrics["auc"], 0.92);
   EXPECT_GT(weighted_eval.metrics["accuracy"], 0.85);
 }

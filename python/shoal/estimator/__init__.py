@@ -24,7 +24,6 @@ import threading
 
 import numpy as np
 
-from shoal import errors
 from shoal import feature_column as fc
 from shoal.estimator import export  # noqa: F401 (tf.estimator.export)
 from shoal.estimator import inputs  # noqa: F401 (tf.estimator.inputs)
@@ -41,7 +40,8 @@ __all__ = ["Estimator", "LinearClassifier", "LinearRegressor", "DNNClassifier", 
            "TrainSpec", "EvalSpec", "train_and_evaluate", "ModeKeys", "FinalExporter",
            "LatestExporter", "BestExporter", "SessionRunHook", "SessionRunArgs",
            "SessionRunContext", "SessionRunValues", "LoggingTensorHook", "StopAtStepHook",
-           "NanTensorHook", "CheckpointSaverListener", "EstimatorSpec", "inputs", "export"]
+           "NanTensorHook", "CheckpointSaverListener", "EstimatorSpec", "WarmStartSettings",
+           "inputs", "export"]
 
 _log = logging.getLogger("shoal")
 _LABEL = "__label__"
@@ -133,7 +133,6 @@ class Estimator:
         self._config = self._config.replace(model_dir=self._model_dir)
         self.params = dict(params or {})
         self._warm_start_from = warm_start_from
-        self._last_layout = None  # the last input an in-memory call used (for export)
 
     # -- what a subclass describes --
     def _model_section(self):
@@ -187,8 +186,11 @@ class Estimator:
             job["eval"] = eval_section
         return job
 
-    def _job(self, label, inputs_section=None, eval_section=None):
-        text = json.dumps(self._job_dict(label, inputs_section, eval_section), indent=1)
+    def _job(self, label, inputs_section=None, eval_section=None, max_steps=None):
+        job = self._job_dict(label, inputs_section, eval_section)
+        if max_steps:
+            job["run"]["max_steps"] = int(max_steps)
+        text = json.dumps(job, indent=1)
         return _core().Job(text, os.path.join(os.getcwd(), "estimator.json"), [])
 
     def _expected_types(self):
@@ -199,8 +201,9 @@ class Estimator:
             types.setdefault(weight, "float")
         return types
 
-    def _input(self, input_fn, mode, num_epochs_default=None):
-        """Calls input_fn; returns (core Input, label name, extra job sections, TableInput)."""
+    def _input(self, input_fn, mode):
+        """Calls input_fn; returns (core Input or None for a file input, label name, the job's
+        input section for a file input, what input_fn gave as the engine reads it)."""
         result = _call_input_fn(input_fn, mode, self._config, self.params)
         core = _core()
         from shoal import data
@@ -228,16 +231,12 @@ class Estimator:
             epochs = result.num_epochs if result.num_epochs is not None else 0
             if mode == ModeKeys.PREDICT:
                 epochs = 1 if result.num_epochs is None else result.num_epochs
-            if mode == ModeKeys.EVAL and epochs == 0:
-                epochs = 0  # repeat: evaluate's steps end it (checked by the caller)
-            # TF's numpy/pandas input queue lets a batch span two epochs: only the last batch
-            # of the input is short.
+            # Evaluating a repeating input (0 epochs) ends by evaluate's steps, which the callers
+            # check are given.
             core_input = core.Input(table, result.batch_size, epochs,
                                     result.shuffle and mode == ModeKeys.TRAIN, seed,
                                     result.drop_remainder, result.batches_span_epochs,
                                     result.name)
-            self._last_layout = ("table", [(n, t, a[:0]) for n, t, a in columns
-                                           if n != _LABEL])
             return core_input, label or _LABEL, {}, result
         if isinstance(result, data.Dataset):
             section, label = result.input_section(self._label_vocabulary)
@@ -897,6 +896,3 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     final = result["final_eval"]
     return (_metrics_dict(final) if final is not None else None), result["exports"]
 
-
-__all__ += ["WarmStartSettings"]
-_ = errors  # exceptions raised by the engine live in shoal.errors

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 
+from shoal import errors
 from shoal.estimator.inputs import TableInput
 
 _log = logging.getLogger("shoal")
@@ -62,11 +63,11 @@ def run_member(estimator, train_spec, eval_spec):
     if eval_spec.hooks and role == "evaluator":
         _log.warning("EvalSpec hooks are not run by a cluster's evaluator yet (they run in a "
                      "local train_and_evaluate)")
-    eval_section = eval_spec.eval_section()
-    job = estimator._job(label, sections, eval_section)
-    max_steps = train_spec.max_steps
-    if max_steps:
-        job = _with_max_steps(estimator, label, sections, eval_section, max_steps)
+    job = estimator._job(label, sections, eval_spec.eval_section(), train_spec.max_steps)
+    if len(secret) < 16:
+        raise errors.InvalidArgumentError(
+            "no job secret (or shorter than 16 bytes): set SHOAL_JOB_SECRET to the same value in "
+            "every process of the job (`shoal launch --python` creates one)")
     _log.info("TF_CONFIG: running as %s:%d of the cluster", role, config.task_id)
     from shoal.estimator.hooks import HookRunner, ListenerRunner
     hooks = HookRunner(train_spec.hooks) if train_spec.hooks and role in ("chief", "worker") \
@@ -90,13 +91,6 @@ def run_member(estimator, train_spec, eval_spec):
     if metrics is not None:
         metrics = _metrics_dict({"metrics": metrics, "global_step": summary["global_step"]})
     return metrics, summary.get("exports", [])
-
-
-def _with_max_steps(estimator, label, sections, eval_section, max_steps):
-    job = estimator._job_dict(label, sections, eval_section)
-    job["run"]["max_steps"] = int(max_steps)
-    from shoal.estimator import _core
-    return _core().Job(json.dumps(job), os.path.join(os.getcwd(), "estimator.json"), [])
 
 
 def _step_of_summary(model_dir):

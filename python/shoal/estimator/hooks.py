@@ -161,11 +161,14 @@ class HookRunner:
             values = dict(info)
             values["global_step"] = max(0, info["global_step"] - 1) \
                 if info.get("mode") == "train" else info["global_step"]
+            stoppers = []
             for h, fetches in zip(self.hooks, self._fetches or [None] * len(self.hooks)):
+                already = context.stop_requested
                 h.after_run(context, SessionRunValues(_resolve(fetches, values)))
+                if context.stop_requested and not already:
+                    stoppers.append(type(h).__name__)
             if context.stop_requested:
-                stopper = next((type(h).__name__ for h in self.hooks), "a hook")
-                return f"stop requested by a hook ({stopper})"
+                return f"stop requested by a hook ({', '.join(stoppers) or 'before_run'})"
         elif event == "end":
             for h in self.hooks:
                 h.end(None)

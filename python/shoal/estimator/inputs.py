@@ -154,9 +154,8 @@ def _check_common(function, batch_size, num_epochs, shuffle):
 
 def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000,
                    num_threads=1):
-    """``tf.estimator.inputs.numpy_input_fn``: ``x`` a dict of arrays (or one array, named
-    ``__x__``? no: TF requires a dict for canned estimators; a bare array becomes feature
-    ``"x"``), ``y`` an array of labels (or None to predict)."""
+    """``tf.estimator.inputs.numpy_input_fn``: ``x`` a dict of arrays (a bare array becomes the
+    feature ``"x"``), ``y`` an array of labels (or None to predict)."""
     _check_common("numpy_input_fn", batch_size, num_epochs, shuffle)
     if isinstance(x, dict):
         features = dict(x)
