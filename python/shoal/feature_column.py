@@ -426,17 +426,41 @@ def crossed_column(keys, hash_bucket_size, hash_key=None):
 
 
 class WeightedColumn(CategoricalColumn):
-    pass
+    def __init__(self, categorical_column, weight_feature_key, dtype):
+        self.categorical_column = categorical_column
+        self.weight_feature_key = weight_feature_key
+        self.dtype = dtype
+        self.name = f"{categorical_column.name}_weighted_by_{weight_feature_key}"
+
+    def _config(self):
+        return {"name": self.name, "categorical": self.categorical_column.name,
+                "weight": self.weight_feature_key}
+
+    def _sources(self):
+        return {**self.categorical_column._sources(), self.weight_feature_key: "float"}
+
+    @property
+    def num_buckets(self):
+        return getattr(self.categorical_column, "num_buckets", 0)
 
 
 def weighted_categorical_column(categorical_column, weight_feature_key, dtype=dtypes.float32):
-    """``tf.feature_column.weighted_categorical_column``: not in shoal's engine yet."""
-    raise NotImplementedError(
-        f"weighted_categorical_column({getattr(categorical_column, 'name', categorical_column)!r}, "
-        f"{weight_feature_key!r}) is not supported yet: shoal's feature columns cannot attach "
-        "per-value weights to a categorical column's ids yet; use the categorical column "
-        "unweighted (embedding pooling 'mean' or 'sqrtn'), or weigh whole examples with "
-        "weight_column")
+    """``tf.feature_column.weighted_categorical_column``: each id of ``categorical_column`` weighed
+    by the value at the same position of the feature ``weight_feature_key`` (as many values per
+    example as the categorical feature). Embeddings pool the rows weighted, an indicator column
+    sums the weights, a linear model multiplies them in."""
+    if not isinstance(categorical_column, CategoricalColumn):
+        raise ValueError("weighted_categorical_column: categorical_column must be a categorical "
+                         f"column, got {categorical_column!r}")
+    if isinstance(categorical_column, (CrossedColumn, WeightedColumn)):
+        raise ValueError(f"weighted_categorical_column({categorical_column.name!r}): a "
+                         f"{type(categorical_column).__name__} cannot be weighted (its ids do not "
+                         "follow the values of one feature)")
+    _check_key("weighted_categorical_column", weight_feature_key)
+    if not dtypes.is_numeric(dtype):
+        raise ValueError(f"weighted_categorical_column({categorical_column.name!r}): dtype "
+                         f"{dtype!r} is not a float or integer type")
+    return WeightedColumn(categorical_column, weight_feature_key, dtype)
 
 
 # ---- dense wrappers ----
@@ -541,6 +565,8 @@ def _categoricals(column, out):
     if isinstance(column, (EmbeddingColumn, IndicatorColumn)):
         _categoricals(column.categorical_column, out)
         return
+    if isinstance(column, WeightedColumn):
+        _categoricals(column.categorical_column, out)
     if isinstance(column, CrossedColumn):
         for k in column.keys:
             if isinstance(k, str):
@@ -594,10 +620,12 @@ def features_config(linear_columns, dnn_columns, label, model_type):
                 f"Items of feature_columns must be a DenseColumn. You can wrap a categorical "
                 f"column with an embedding_column or indicator_column. Given: {c!r}")
     features = {kind: [] for kind in ("numeric", "hashed", "vocabulary", "identity",
-                                      "bucketized", "crossed", "embedding", "wide", "indicator")}
+                                      "bucketized", "crossed", "weighted", "embedding", "wide",
+                                      "indicator")}
     features["numeric"] = [c._config() for c in numeric.values()]
     kinds = {HashedColumn: "hashed", VocabularyColumn: "vocabulary", IdentityColumn: "identity",
-             BucketizedColumn: "bucketized", CrossedColumn: "crossed"}
+             BucketizedColumn: "bucketized", CrossedColumn: "crossed",
+             WeightedColumn: "weighted"}
     for c in categoricals.values():
         features[kinds[type(c)]].append(c._config())
     features["embedding"] = [c._config() for c in _unique(embedding)]
@@ -663,11 +691,27 @@ class VarLenFeature:
         return f"VarLenFeature(dtype={self.dtype!r})"
 
 
+def _flatten(column):
+    """`column` and the columns it wraps."""
+    yield column
+    inner = getattr(column, "categorical_column", None) or getattr(column, "source_column", None)
+    if inner is not None:
+        yield from _flatten(inner)
+
+
 def make_parse_example_spec(feature_columns):
     """``tf.feature_column.make_parse_example_spec``: key -> FixedLenFeature / VarLenFeature."""
     spec = {}
-    for key, kind in source_types(list(feature_columns)).items():
-        if kind == "float":
+    columns = list(feature_columns)
+    weights = set()
+    for c in columns:
+        for dependency in _flatten(c):
+            if isinstance(dependency, WeightedColumn):
+                weights.add(dependency.weight_feature_key)
+    for key, kind in source_types(columns).items():
+        if key in weights:
+            spec[key] = VarLenFeature(dtypes.float32)
+        elif kind == "float":
             spec[key] = FixedLenFeature((1,), dtypes.float32)
         else:
             spec[key] = VarLenFeature(dtypes.int64 if kind == "int64" else dtypes.string)

@@ -532,6 +532,50 @@ def test_weight_column_weighs_examples(tmp_path):
         df[["colour"]].head(3), shuffle=False)))) == 3
 
 
+def test_weighted_categorical_column_weighs_each_id(tmp_path):
+    """TF's weighted_categorical_column: y = sum over an example's ids of coef[id] * weight. A
+    linear model on the weighted column fits it; on the same ids unweighted it cannot."""
+    fc = tf.feature_column
+    rng = np.random.default_rng(5)
+    rows = 4000
+    ids = rng.integers(0, 4, size=(rows, 2))
+    w = rng.uniform(0.1, 2.0, size=(rows, 2)).astype(np.float32)
+    coef = np.array([1.0, -2.0, 3.0, 0.5])
+    y = (coef[ids] * w).sum(axis=1).astype(np.float32)
+    identity = fc.categorical_column_with_identity("ids", 4)
+    weighted = fc.weighted_categorical_column(identity, "w")
+    assert weighted.name == "ids_weighted_by_w"
+    spec = fc.make_parse_example_spec([weighted])
+    assert isinstance(spec["w"], fc.VarLenFeature) and spec["w"].dtype == tf.float32
+    assert isinstance(spec["ids"], fc.VarLenFeature)
+
+    def loss(column, name):
+        est = tf.estimator.LinearRegressor([column], model_dir=str(tmp_path / name),
+                                           optimizer=tf.train.AdagradOptimizer(0.5))
+        features = {"ids": ids, "w": w}
+        est.train(tf.estimator.inputs.numpy_input_fn(features, y, batch_size=64, num_epochs=10,
+                                                     shuffle=True))
+        return est, est.evaluate(tf.estimator.inputs.numpy_input_fn(features, y,
+                                                                    shuffle=False))["loss"]
+
+    est, weighted_loss = loss(weighted, "weighted")
+    _, plain_loss = loss(identity, "plain")
+    assert weighted_loss < 0.01, weighted_loss
+    assert plain_loss > 0.3, plain_loss
+    # One row by hand: ids [2, 0] weighing [1, 0.5] -> 3 * 1 + 1 * 0.5.
+    got = next(est.predict(tf.estimator.inputs.numpy_input_fn(
+        {"ids": np.array([[2, 0]]), "w": np.array([[1.0, 0.5]], np.float32)}, shuffle=False)))
+    assert abs(float(got["predictions"][0]) - 3.5) < 0.1, got
+
+    # Weights must line up with the ids; a crossed column is not weighable.
+    est = tf.estimator.LinearRegressor([weighted], model_dir=str(tmp_path / "bad"))
+    with pytest.raises(ValueError, match="row 0 has 2 values in 'ids' but 1 weights in 'w'"):
+        est.train(tf.estimator.inputs.numpy_input_fn(
+            {"ids": ids[:8], "w": w[:8, 0]}, y[:8], batch_size=8, num_epochs=1, shuffle=False))
+    with pytest.raises(ValueError, match="cannot be weighted"):
+        fc.weighted_categorical_column(fc.crossed_column(["a", "b"], 10), "w")
+
+
 def test_tfrecord_dataset_parsed_with_parse_single_example(tmp_path):
     """TFRecords of tf.train.Example (written by `shoal convert`), read through TF's
     TFRecordDataset(...).map(parse_single_example) shape by the engine's reader."""

@@ -53,6 +53,8 @@ class HashedIds final : public CategoricalIds {
     return absl::OkStatus();
   }
 
+  int source() const override { return source_; }
+
  private:
   int source_;
   uint32_t seed_;
@@ -78,6 +80,26 @@ class VocabularyIds final : public CategoricalIds {
   absl::Status Compute(const RawBatch& batch, absl::Span<const IdView>,
                        std::vector<uint64_t>* out_ids,
                        std::vector<int64_t>* offsets) const override {
+    Lookup(batch, {}, out_ids, offsets, nullptr);
+    return absl::OkStatus();
+  }
+
+  absl::Status ComputeWeighted(const RawBatch& batch, absl::Span<const float> value_weights,
+                               std::vector<uint64_t>* out_ids, std::vector<int64_t>* offsets,
+                               std::vector<float>* weights) const override {
+    weights->clear();
+    Lookup(batch, value_weights, out_ids, offsets, weights);
+    return absl::OkStatus();
+  }
+
+  int source() const override { return source_; }
+
+ private:
+  // The ids of every value, and with `weights` set each kept value's weight from
+  // `value_weights`: an unknown value without an oov bucket or default is dropped with its weight.
+  void Lookup(const RawBatch& batch, absl::Span<const float> value_weights,
+              std::vector<uint64_t>* out_ids, std::vector<int64_t>* offsets,
+              std::vector<float>* weights) const {
     const RawColumn& column = batch.column(source_);
     const int64_t rows = column.num_rows();
     out_ids->clear();
@@ -87,13 +109,14 @@ class VocabularyIds final : public CategoricalIds {
     const bool is_string = column.type() == ValueType::kString;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t i = column.RowBegin(r); i < column.RowEnd(r); ++i) {
+        bool kept = true;
         if (is_string) {
           const absl::string_view value = column.StringAt(i);
           auto it = strings.find(value);
           if (it != strings.end()) {
             out_ids->push_back(it->second);
           } else {
-            Unknown(MurmurHash64(value, 0), out_ids);
+            kept = Unknown(MurmurHash64(value, 0), out_ids);
           }
         } else {
           const int64_t value = column.int64s()[static_cast<size_t>(i)];
@@ -101,22 +124,25 @@ class VocabularyIds final : public CategoricalIds {
           if (it != ints.end()) {
             out_ids->push_back(it->second);
           } else {
-            Unknown(MurmurHash64Int(static_cast<uint64_t>(value), 0), out_ids);
+            kept = Unknown(MurmurHash64Int(static_cast<uint64_t>(value), 0), out_ids);
           }
         }
+        if (weights != nullptr && kept) weights->push_back(value_weights[static_cast<size_t>(i)]);
       }
       (*offsets)[static_cast<size_t>(r) + 1] = static_cast<int64_t>(out_ids->size());
     }
-    return absl::OkStatus();
   }
 
- private:
-  void Unknown(uint64_t hash, std::vector<uint64_t>* ids) const {
+  // Appends the id of an unknown value; false when it is dropped.
+  bool Unknown(uint64_t hash, std::vector<uint64_t>* ids) const {
     if (oov_ > 0) {
       ids->push_back(size_ + hash % oov_);
     } else if (default_value_ >= 0) {
       ids->push_back(static_cast<uint64_t>(default_value_));
-    }  // else: dropped
+    } else {
+      return false;
+    }
+    return true;
   }
 
   int source_;
@@ -162,6 +188,8 @@ class IdentityIds final : public CategoricalIds {
     return absl::OkStatus();
   }
 
+  int source() const override { return source_; }
+
  private:
   int source_;
   uint64_t buckets_;
@@ -192,6 +220,8 @@ class BucketizedIds final : public CategoricalIds {
     CopyOffsets(column, offsets);
     return absl::OkStatus();
   }
+
+  int source() const override { return source_; }
 
  private:
   int source_;
@@ -281,6 +311,20 @@ absl::StatusOr<std::vector<std::string>> LoadVocabulary(const VocabularyCategori
 }
 
 }  // namespace
+
+absl::Status CategoricalIds::ComputeWeighted(const RawBatch& batch,
+                                             absl::Span<const float> value_weights,
+                                             std::vector<uint64_t>* ids,
+                                             std::vector<int64_t>* offsets,
+                                             std::vector<float>* weights) const {
+  RETURN_IF_ERROR(Compute(batch, {}, ids, offsets));
+  if (ids->size() != value_weights.size()) {
+    return absl::InternalError(absl::StrCat("categorical column '", name(), "' made ", ids->size(),
+                                            " ids of ", value_weights.size(), " weighted values"));
+  }
+  weights->assign(value_weights.begin(), value_weights.end());
+  return absl::OkStatus();
+}
 
 absl::StatusOr<int> ResolveSource(absl::string_view kind, absl::string_view name,
                                   absl::string_view source, const Schema& schema,

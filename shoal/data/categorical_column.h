@@ -49,6 +49,18 @@ class CategoricalIds {
   virtual absl::Status Compute(const RawBatch& batch, absl::Span<const IdView> computed,
                                std::vector<uint64_t>* ids, std::vector<int64_t>* offsets) const = 0;
 
+  // The schema column this column reads its values from; -1 for a crossed column (it reads other
+  // columns' ids).
+  virtual int source() const { return -1; }
+
+  // Compute, plus each id's weight (weighted_categorical_column): `value_weights` holds one
+  // weight per value of source(), in value order, and an id takes the weight of the value it came
+  // from. Only for columns with a source(). The default is for columns that make one id per
+  // value; a column that drops values drops their weights too.
+  virtual absl::Status ComputeWeighted(const RawBatch& batch, absl::Span<const float> value_weights,
+                                       std::vector<uint64_t>* ids, std::vector<int64_t>* offsets,
+                                       std::vector<float>* weights) const;
+
  protected:
   CategoricalIds(std::string name, uint64_t num_buckets, std::string id_space)
       : name_(std::move(name)), num_buckets_(num_buckets), id_space_(std::move(id_space)) {}

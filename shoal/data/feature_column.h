@@ -6,7 +6,8 @@
 // columns refer to each other by name (an embedding names its categorical column). Kinds:
 //   dense outputs:   NumericColumn, IndicatorColumn (one-/multi-hot of a bounded categorical)
 //   categorical:     HashedCategoricalColumn, VocabularyCategoricalColumn,
-//                    IdentityCategoricalColumn, BucketizedColumn, CrossedColumn
+//                    IdentityCategoricalColumn, BucketizedColumn, CrossedColumn,
+//                    WeightedCategoricalColumn (ids with a weight each)
 //                    (they produce per example a list of uint64 ids but no output by themselves)
 //   sparse outputs:  EmbeddingColumn (ids looked up in an embedding table; several columns naming
 //                    one table share it), WideColumn (ids into the linear part of a wide model)
@@ -98,6 +99,19 @@ struct CrossedColumn {
   uint64_t hash_bucket_size = 0;  // 0 = full 64-bit ids; > 0: id % hash_bucket_size
 };
 
+// TF's weighted_categorical_column: a categorical column's ids, each weighed by the value at the
+// same position in a parallel float or int64 `weight` column (as many values per row as the
+// categorical column's source). Embedding, wide and indicator columns refer to it by name like to
+// any categorical column: an embedding pools the rows weighted (sum: sum of w*row; mean: divided
+// by the sum of w; sqrtn: by sqrt of the sum of w^2), a wide column multiplies each weight by its
+// id's weight, an indicator adds w instead of 1. A value the categorical column drops (not in
+// the vocabulary) drops its weight. Not crossable, and not of a crossed column.
+struct WeightedCategoricalColumn {
+  std::string name;         // TF's default: categorical + "_weighted_by_" + weight
+  std::string categorical;  // a hashed, vocabulary, identity or bucketized column
+  std::string weight;       // the schema column of the weights (finite values)
+};
+
 // Embedding lookup of a categorical column's ids.
 struct EmbeddingColumn {
   std::string categorical;           // the categorical column
@@ -145,6 +159,7 @@ struct FeatureColumns {
   std::vector<IdentityCategoricalColumn> identity;
   std::vector<BucketizedColumn> bucketized;
   std::vector<CrossedColumn> crossed;
+  std::vector<WeightedCategoricalColumn> weighted;
   std::vector<EmbeddingColumn> embedding;
   std::vector<WideColumn> wide;
   std::vector<IndicatorColumn> indicator;

@@ -164,11 +164,29 @@ absl::StatusOr<FeatureSet> FeatureSet::Create(const FeatureColumns& columns, con
   absl::flat_hash_set<std::string> numeric_names;
   for (const NumericColumn& c : columns.numeric) numeric_names.insert(c.name);
 
+  // The weighted columns' names, resolved after the crossed columns (they are not crossable).
+  absl::flat_hash_map<std::string, int> weighted_index;
+  for (const WeightedCategoricalColumn& c : columns.weighted) weighted_index[c.name] = -1;
+
+  // A reference to a categorical column: the column, and the weighted column it came through.
+  struct Ref {
+    int categorical;
+    int weighted;
+  };
   // Resolves a reference to a categorical column from `kind` column `name`.
   auto resolve = [&](absl::string_view kind, absl::string_view name,
-                     absl::string_view ref) -> absl::StatusOr<int> {
+                     absl::string_view ref) -> absl::StatusOr<Ref> {
+    if (auto w = weighted_index.find(ref); w != weighted_index.end() && w->second >= 0) {
+      return Ref{set.weighted_[static_cast<size_t>(w->second)].categorical, w->second};
+    }
     auto it = categorical_index.find(ref);
-    if (it != categorical_index.end()) return it->second;
+    if (it != categorical_index.end()) return Ref{it->second, -1};
+    if (weighted_index.contains(ref)) {
+      return Invalid(kind, name,
+                     absl::StrCat("'", ref,
+                                  "' is a weighted column, which cannot be crossed or "
+                                  "weighted again; use its categorical column"));
+    }
     if (numeric_names.contains(ref)) {
       return Invalid(kind, name,
                      absl::StrCat("'", ref, "' is a numeric column; use a bucketized column"));
@@ -179,14 +197,34 @@ absl::StatusOr<FeatureSet> FeatureSet::Create(const FeatureColumns& columns, con
   for (const CrossedColumn& c : columns.crossed) {
     std::vector<int> keys;
     for (const std::string& key : c.keys) {
-      ASSIGN_OR_RETURN(int index, resolve("crossed", c.name, key));
-      if (index >= num_plain_categorical) {
+      ASSIGN_OR_RETURN(Ref ref, resolve("crossed", c.name, key));
+      if (ref.categorical >= num_plain_categorical) {
         return Invalid("crossed", c.name,
                        absl::StrCat("'", key, "' is a crossed column; cross its keys instead"));
       }
-      keys.push_back(index);
+      keys.push_back(ref.categorical);
     }
     RETURN_IF_ERROR(add_categorical("crossed", c.name, CompileCrossed(c, std::move(keys))));
+  }
+  for (const WeightedCategoricalColumn& c : columns.weighted) {
+    RETURN_IF_ERROR(definitions.Add("weighted", c.name));
+    ASSIGN_OR_RETURN(Ref ref, resolve("weighted", c.name, c.categorical));
+    if (ref.weighted >= 0) {
+      return Invalid("weighted", c.name,
+                     absl::StrCat("'", c.categorical,
+                                  "' is weighted already; weigh its categorical "
+                                  "column"));
+    }
+    if (ref.categorical >= num_plain_categorical) {
+      return Invalid("weighted", c.name,
+                     absl::StrCat("'", c.categorical,
+                                  "' is a crossed column, whose ids do not follow its values; "
+                                  "weigh a hashed, vocabulary, identity or bucketized column"));
+    }
+    ASSIGN_OR_RETURN(int weight, ResolveSource("weighted", c.name, c.weight, schema,
+                                               {ValueType::kFloat, ValueType::kInt64}));
+    weighted_index[c.name] = static_cast<int>(set.weighted_.size());
+    set.weighted_.push_back(Weighted{c.name, ref.categorical, weight});
   }
   set.categorical_needed_.assign(set.categorical_.size(), false);
   std::vector<int> uses(set.categorical_.size(), 0);  // outputs reading each column's ids
@@ -224,7 +262,8 @@ absl::StatusOr<FeatureSet> FeatureSet::Create(const FeatureColumns& columns, con
   for (const EmbeddingColumn& c : columns.embedding) {
     const std::string name = c.name.empty() ? c.categorical + "_embedding" : c.name;
     RETURN_IF_ERROR(outputs.Add("embedding", name));
-    ASSIGN_OR_RETURN(int index, resolve("embedding", name, c.categorical));
+    ASSIGN_OR_RETURN(Ref ref, resolve("embedding", name, c.categorical));
+    const int index = ref.categorical;
     if (c.dimension <= 0) return Invalid("embedding", name, "dimension must be > 0");
     SparseFeature spec;
     spec.name = name;
@@ -233,14 +272,15 @@ absl::StatusOr<FeatureSet> FeatureSet::Create(const FeatureColumns& columns, con
     spec.pooling = c.pooling;
     RETURN_IF_ERROR(
         add_to_table("embedding", spec, set.categorical_[static_cast<size_t>(index)]->id_space()));
-    use(index);
-    set.sparse_.push_back(Sparse{index, false, 0});
+    if (ref.weighted < 0) use(index);  // a weighted output computes its own ids
+    set.sparse_.push_back(Sparse{index, false, 0, ref.weighted});
     set.sparse_specs_.push_back(std::move(spec));
   }
   for (const WideColumn& c : columns.wide) {
     const std::string name = c.name.empty() ? c.categorical : c.name;
     RETURN_IF_ERROR(outputs.Add("wide", name));
-    ASSIGN_OR_RETURN(int index, resolve("wide", name, c.categorical));
+    ASSIGN_OR_RETURN(Ref ref, resolve("wide", name, c.categorical));
+    const int index = ref.categorical;
     SparseFeature spec;
     spec.name = name;
     spec.table = c.table;
@@ -248,15 +288,16 @@ absl::StatusOr<FeatureSet> FeatureSet::Create(const FeatureColumns& columns, con
     spec.pooling = Pooling::kSum;
     // Wide ids are re-hashed per column, so columns of one wide table need not agree on ids.
     RETURN_IF_ERROR(add_to_table("wide", spec, "wide"));
-    use(index);
-    set.sparse_.push_back(Sparse{index, true, WideColumnSeed(c.categorical)});
+    if (ref.weighted < 0) use(index);
+    set.sparse_.push_back(Sparse{index, true, WideColumnSeed(c.categorical), ref.weighted});
     set.sparse_specs_.push_back(std::move(spec));
   }
 
   for (const IndicatorColumn& c : columns.indicator) {
     const std::string name = c.name.empty() ? c.categorical + "_indicator" : c.name;
     RETURN_IF_ERROR(outputs.Add("indicator", name));
-    ASSIGN_OR_RETURN(int index, resolve("indicator", name, c.categorical));
+    ASSIGN_OR_RETURN(Ref ref, resolve("indicator", name, c.categorical));
+    const int index = ref.categorical;
     const uint64_t width = set.categorical_[static_cast<size_t>(index)]->num_buckets();
     if (width == 0 || width > kMaxIndicatorWidth) {
       return Invalid(
@@ -266,8 +307,9 @@ absl::StatusOr<FeatureSet> FeatureSet::Create(const FeatureColumns& columns, con
                        "; an indicator needs 1..", kMaxIndicatorWidth,
                        " buckets (set hash_bucket_size or use an embedding)"));
     }
-    use(index);
-    set.indicators_.push_back(Indicator{index, set.dense_width_, static_cast<int64_t>(width)});
+    if (ref.weighted < 0) use(index);
+    set.indicators_.push_back(
+        Indicator{index, set.dense_width_, static_cast<int64_t>(width), ref.weighted});
     set.dense_names_.push_back(name);
     set.dense_widths_.push_back(static_cast<int64_t>(width));
     set.dense_width_ += static_cast<int64_t>(width);
@@ -276,7 +318,7 @@ absl::StatusOr<FeatureSet> FeatureSet::Create(const FeatureColumns& columns, con
   set.direct_output_.assign(set.categorical_.size(), -1);
   for (size_t s = 0; s < set.sparse_.size(); ++s) {
     const auto c = static_cast<size_t>(set.sparse_[s].categorical);
-    if (uses[c] == 1) set.direct_output_[c] = static_cast<int>(s);
+    if (uses[c] == 1 && set.sparse_[s].weighted < 0) set.direct_output_[c] = static_cast<int>(s);
   }
 
   // A needed crossed column needs its keys (computed, though not counted as output uses).
@@ -393,6 +435,37 @@ absl::Status FeatureSet::FillWeights(const RawBatch& batch, std::vector<float>& 
   return absl::OkStatus();
 }
 
+absl::Status FeatureSet::ComputeWeighted(const Weighted& w, const RawBatch& batch,
+                                         std::vector<uint64_t>* ids, std::vector<int64_t>* offsets,
+                                         std::vector<float>* weights) const {
+  const CategoricalIds& categorical = *categorical_[static_cast<size_t>(w.categorical)];
+  const RawColumn& values = batch.column(categorical.source());
+  const RawColumn& column = batch.column(w.weight_source);
+  std::vector<float> value_weights(static_cast<size_t>(column.num_values()));
+  for (int64_t r = 0; r < batch.num_rows(); ++r) {
+    if (column.RowSize(r) != values.RowSize(r)) {
+      return Invalid("weighted", w.name,
+                     absl::StrCat("row ", r, " has ", values.RowSize(r), " values in '",
+                                  schema_.columns[static_cast<size_t>(categorical.source())].name,
+                                  "' but ", column.RowSize(r), " weights in '",
+                                  schema_.columns[static_cast<size_t>(w.weight_source)].name,
+                                  "'; a weight column holds one weight per value"));
+    }
+    for (int64_t i = column.RowBegin(r); i < column.RowEnd(r); ++i) {
+      const auto v = static_cast<size_t>(i);
+      const float weight = column.type() == ValueType::kFloat
+                               ? column.floats()[v]
+                               : static_cast<float>(column.int64s()[v]);
+      if (!std::isfinite(weight)) {
+        return Invalid("weighted", w.name,
+                       absl::StrCat("row ", r, " has the weight ", weight, "; weights are finite"));
+      }
+      value_weights[v] = weight;
+    }
+  }
+  return categorical.ComputeWeighted(batch, value_weights, ids, offsets, weights);
+}
+
 absl::StatusOr<FeatureBatch> FeatureSet::Transform(const RawBatch& batch) const {
   FeatureBatch out;
   RETURN_IF_ERROR(TransformInto(batch, &out));
@@ -438,12 +511,20 @@ absl::Status FeatureSet::TransformInto(const RawBatch& batch, FeatureBatch* out)
   }
 
   for (const Indicator& indicator : indicators_) {
-    const IdView& view = views[static_cast<size_t>(indicator.categorical)];
+    IdList weighted_ids;
+    std::vector<float> weights;
+    IdView view = views[static_cast<size_t>(indicator.categorical)];
+    if (indicator.weighted >= 0) {
+      RETURN_IF_ERROR(ComputeWeighted(weighted_[static_cast<size_t>(indicator.weighted)], batch,
+                                      &weighted_ids.ids, &weighted_ids.offsets, &weights));
+      view = IdView{weighted_ids.ids, weighted_ids.offsets};
+    }
     float* row = out->dense.data() + indicator.offset;
     for (int64_t r = 0; r < rows; ++r, row += dense_width_) {
       for (int64_t i = view.offsets[static_cast<size_t>(r)];
            i < view.offsets[static_cast<size_t>(r) + 1]; ++i) {
-        row[view.ids[static_cast<size_t>(i)]] += 1.0f;
+        row[view.ids[static_cast<size_t>(i)]] +=
+            weights.empty() ? 1.0f : weights[static_cast<size_t>(i)];
       }
     }
   }
@@ -454,7 +535,10 @@ absl::Status FeatureSet::TransformInto(const RawBatch& batch, FeatureBatch* out)
     SparseFeature& feature = out->sparse[s];
     const bool direct =
         direct_output_[static_cast<size_t>(sparse.categorical)] == static_cast<int>(s);
-    if (!direct) {
+    if (sparse.weighted >= 0) {
+      RETURN_IF_ERROR(ComputeWeighted(weighted_[static_cast<size_t>(sparse.weighted)], batch,
+                                      &feature.ids, &feature.offsets, &feature.weights));
+    } else if (!direct) {
       const IdView& view = views[static_cast<size_t>(sparse.categorical)];
       feature.ids.assign(view.ids.begin(), view.ids.end());
       feature.offsets.assign(view.offsets.begin(), view.offsets.end());

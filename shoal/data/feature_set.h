@@ -63,11 +63,19 @@ class FeatureSet {
     int categorical;  // index into categorical_
     int64_t offset;
     int64_t width;
+    int weighted = -1;  // index into weighted_: add each id's weight instead of 1
   };
   struct Sparse {
     int categorical;
     bool wide;
     uint32_t wide_seed;
+    int weighted = -1;  // index into weighted_: the ids and weights of that weighted column
+  };
+  // A weighted_categorical_column: its categorical column's ids, weighed by a source column.
+  struct Weighted {
+    std::string name;
+    int categorical;    // index into categorical_
+    int weight_source;  // schema column of the weights
   };
 
   FeatureSet() = default;
@@ -75,6 +83,10 @@ class FeatureSet {
   absl::Status FillNumeric(const Numeric& numeric, const RawBatch& batch, Tensor& dense) const;
   absl::Status FillLabels(const RawBatch& batch, Tensor& labels) const;
   absl::Status FillWeights(const RawBatch& batch, std::vector<float>& weights) const;
+  // The ids and per-id weights of a weighted column, after checking its weights against its ids'
+  // source row by row.
+  absl::Status ComputeWeighted(const Weighted& w, const RawBatch& batch, std::vector<uint64_t>* ids,
+                               std::vector<int64_t>* offsets, std::vector<float>* weights) const;
 
   Schema schema_;
   std::vector<Numeric> numeric_;
@@ -83,6 +95,7 @@ class FeatureSet {
   // Per categorical column: the sparse output that is its only use (its ids are computed straight
   // into that output's vectors), or -1.
   std::vector<int> direct_output_;
+  std::vector<Weighted> weighted_;
   std::vector<Indicator> indicators_;
   std::vector<Sparse> sparse_;
   std::vector<SparseFeature> sparse_specs_;

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shoal/data/feature_test_util.h"
+#include "shoal/data/murmur3.h"
 #include "shoal/io/file_util.h"
 
 namespace shoal {
@@ -266,6 +267,90 @@ TEST_F(FeatureSetTest, ExampleWeightsFromAWeightColumn) {
               HasSubstr("weight column 'w': row 1 weighs -1; weights are finite and >= 0"));
   auto missing = set->Transform(MakeBatch(schema, {{{}, {"1"}}, {{"1"}, {"2"}}}));
   EXPECT_THAT(missing.status().message(), HasSubstr("row 0 has 0 values, expected 1"));
+}
+
+TEST_F(FeatureSetTest, WeightedCategoricalIdsCarryTheirValuesWeights) {
+  const Schema schema = MakeSchema({{"tok", ValueType::kString},
+                                    {"w", ValueType::kFloat},
+                                    {"id", ValueType::kInt64},
+                                    {"n", ValueType::kInt64}});
+  FeatureColumns columns;
+  // Unknown tokens are dropped (default -1), and their weights with them.
+  columns.vocabulary.push_back({.name = "tok", .vocabulary = {"a", "b", "c"}});
+  columns.identity.push_back({.name = "id", .num_buckets = 10});
+  columns.weighted.push_back({.name = "tok_w", .categorical = "tok", .weight = "w"});
+  columns.weighted.push_back({.name = "id_n", .categorical = "id", .weight = "n"});
+  columns.embedding.push_back({.categorical = "tok_w", .dimension = 4, .pooling = Pooling::kSum});
+  columns.embedding.push_back({.categorical = "id_n", .dimension = 2});
+  columns.embedding.push_back({.categorical = "id", .dimension = 3});  // the same ids unweighted
+  columns.wide.push_back({.categorical = "tok_w"});
+  columns.indicator.push_back({.categorical = "tok_w"});
+  auto set = Create(columns, schema);
+  ASSERT_TRUE(set.ok()) << set.status();
+  // Rows: tok [a x c] [b] [], w [0.5 9 2] [3] [], id [4 7] [1] [2], n [2 1] [5] [3].
+  auto out = set->Transform(MakeBatch(schema, {{{"a", "x", "c"}, {"b"}, {}},
+                                               {{"0.5", "9", "2"}, {"3"}, {}},
+                                               {{"4", "7"}, {"1"}, {"2"}},
+                                               {{"2", "1"}, {"5"}, {"3"}}}));
+  ASSERT_TRUE(out.ok()) << out.status();
+  const SparseFeature& tok = out->sparse[0];
+  EXPECT_EQ(tok.name, "tok_w_embedding");
+  EXPECT_THAT(tok.ids, ElementsAre(0, 2, 1));
+  EXPECT_THAT(tok.offsets, ElementsAre(0, 2, 3, 3));
+  EXPECT_THAT(tok.weights, ElementsAre(0.5f, 2.0f, 3.0f));
+  const SparseFeature& id = out->sparse[1];
+  EXPECT_THAT(id.ids, ElementsAre(4, 7, 1, 2));
+  EXPECT_THAT(id.weights, ElementsAre(2.0f, 1.0f, 5.0f, 3.0f));  // int64 weights as floats
+  const SparseFeature& plain = out->sparse[2];
+  EXPECT_THAT(plain.ids, ElementsAre(4, 7, 1, 2));
+  EXPECT_TRUE(plain.weights.empty());
+  const SparseFeature& wide = out->sparse[3];
+  const uint32_t seed = WideColumnSeed("tok_w");
+  EXPECT_THAT(wide.ids, ElementsAre(MurmurHash64Int(0, seed), MurmurHash64Int(2, seed),
+                                    MurmurHash64Int(1, seed)));
+  EXPECT_THAT(wide.weights, ElementsAre(0.5f, 2.0f, 3.0f));
+  // The indicator sums weights: [0.5 0 2], [0 3 0], [0 0 0].
+  ASSERT_EQ(out->dense.shape(), (Shape{3, 3}));
+  EXPECT_THAT(std::vector<float>(out->dense.data(), out->dense.data() + 9),
+              ElementsAre(0.5f, 0.0f, 2.0f, 0.0f, 3.0f, 0.0f, 0.0f, 0.0f, 0.0f));
+
+  // Weights must line up with values, row by row, and be finite.
+  auto short_row = set->Transform(MakeBatch(schema, {{{"a", "b"}}, {{"1"}}, {{"1"}}, {{"1"}}}));
+  EXPECT_EQ(short_row.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_row.status().message(),
+              HasSubstr("weighted column 'tok_w': row 0 has 2 values in 'tok' but 1 weights in "
+                        "'w'"));
+  auto nan = set->Transform(MakeBatch(schema, {{{"a"}}, {{"nan"}}, {{"1"}}, {{"1"}}}));
+  EXPECT_THAT(nan.status().message(),
+              HasSubstr("weighted column 'tok_w': row 0 has the weight nan"));
+}
+
+TEST_F(FeatureSetTest, WeightedColumnConfigErrors) {
+  const Schema schema =
+      MakeSchema({{"a", ValueType::kString}, {"b", ValueType::kString}, {"w", ValueType::kFloat}});
+  FeatureColumns base;
+  base.hashed.push_back({.name = "a"});
+  base.hashed.push_back({.name = "b"});
+  base.crossed.push_back({.name = "ab", .keys = {"a", "b"}});
+
+  FeatureColumns c = base;
+  c.weighted.push_back({.name = "x", .categorical = "ab", .weight = "w"});
+  EXPECT_THAT(ConfigError(c, schema), HasSubstr("weighted column 'x': 'ab' is a crossed column"));
+  c = base;
+  c.weighted.push_back({.name = "x", .categorical = "a", .weight = "b"});
+  EXPECT_THAT(ConfigError(c, schema),
+              HasSubstr("weighted column 'x': source column 'b' has type string"));
+  c = base;
+  c.weighted.push_back({.name = "x", .categorical = "a", .weight = "w"});
+  c.weighted.push_back({.name = "y", .categorical = "x", .weight = "w"});
+  EXPECT_THAT(ConfigError(c, schema), HasSubstr("'x' is weighted already"));
+  c = base;
+  c.weighted.push_back({.name = "x", .categorical = "a", .weight = "w"});
+  c.crossed.push_back({.name = "xb", .keys = {"x", "b"}});
+  EXPECT_THAT(ConfigError(c, schema), HasSubstr("crossed column 'xb': 'x' is a weighted column"));
+  c = base;
+  c.weighted.push_back({.name = "a", .categorical = "b", .weight = "w"});
+  EXPECT_THAT(ConfigError(c, schema), HasSubstr("the column name is used twice"));
 }
 
 TEST_F(FeatureSetTest, MissingVocabularyFileIsNotFound) {

@@ -162,6 +162,18 @@ absl::Status ParseFeatures(const Ctx& ctx, const Node& node, FeatureColumns* f) 
         return c.Read("hash_bucket_size", &x->hash_bucket_size);
       }));
   for (const auto& c : f->crossed) categoricals.push_back(c.name);
+  RETURN_IF_ERROR(ReadList(ctx, r, "weighted", &f->weighted,
+                           [&](MapReader& c, WeightedCategoricalColumn* w) -> absl::Status {
+                             RETURN_IF_ERROR(RequireString(c, "categorical", &w->categorical));
+                             RETURN_IF_ERROR(
+                                 CheckCategorical(c, "categorical", w->categorical, categoricals));
+                             RETURN_IF_ERROR(RequireString(c, "weight", &w->weight));
+                             RETURN_IF_ERROR(c.Read("name", &w->name));
+                             if (w->name.empty())
+                               w->name = absl::StrCat(w->categorical, "_weighted_by_", w->weight);
+                             return absl::OkStatus();
+                           }));
+  for (const auto& c : f->weighted) categoricals.push_back(c.name);
 
   RETURN_IF_ERROR(ReadList(
       ctx, r, "embedding", &f->embedding, [&](MapReader& c, EmbeddingColumn* e) -> absl::Status {

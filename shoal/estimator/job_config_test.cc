@@ -323,7 +323,9 @@ features:
   identity: [{name: I, num_buckets: 10, default_value: 0}]
   bucketized: [{name: K, source: A, boundaries: [0.1, 2, 1e6]}]
   crossed: [{name: X, keys: [H, V], seed: 9, hash_bucket_size: 7}]
-  embedding: [{categorical: X, dimension: 4, pooling: sqrtn, name: xe, table: t}]
+  weighted: [{name: HW, categorical: H, weight: a}, {categorical: V, weight: a}]
+  embedding: [{categorical: X, dimension: 4, pooling: sqrtn, name: xe, table: t},
+              {categorical: V_weighted_by_a, dimension: 2}]
   wide: [{categorical: I, name: iw, table: lin}]
   indicator: [{categorical: K, name: ki}]
   label: y
@@ -361,6 +363,11 @@ TEST(JobConfigTest, FullConfigRoundTrips) {
   EXPECT_EQ(c.run.model_dir, "/m");
   EXPECT_THAT(c.features.label.vocabulary, ElementsAre("a", "b c", "null", "", "x"));
   EXPECT_EQ(c.features.weight.source, "a");
+  ASSERT_EQ(c.features.weighted.size(), 2u);
+  EXPECT_EQ(c.features.weighted[0].name, "HW");
+  EXPECT_EQ(c.features.weighted[1].name, "V_weighted_by_a");  // TF's default name
+  EXPECT_EQ(c.features.weighted[1].categorical, "V");
+  EXPECT_EQ(c.features.weighted[1].weight, "a");
   EXPECT_FLOAT_EQ(c.features.numeric[0].mean, 0.25f);
   EXPECT_EQ(c.features.numeric[0].normalizer, Normalizer::kStandardize);
   EXPECT_THAT(c.features.vocabulary[0].vocabulary, ElementsAre("1", "null", "", "a b"));

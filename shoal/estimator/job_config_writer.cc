@@ -162,6 +162,15 @@ void WriteFeatures(Writer& w, const FeatureColumns& f) {
     w.EndMap();
   }
   w.EndList();
+  w.BeginList("weighted");
+  for (const WeightedCategoricalColumn& c : f.weighted) {
+    w.BeginFlowMap();
+    w.Str("name", c.name);
+    w.Str("categorical", c.categorical);
+    w.Str("weight", c.weight);
+    w.EndMap();
+  }
+  w.EndList();
   w.BeginList("embedding");
   for (const EmbeddingColumn& c : f.embedding) {
     w.BeginFlowMap();
