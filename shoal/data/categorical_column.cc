@@ -107,6 +107,15 @@ class VocabularyIds final : public CategoricalIds {
     offsets->resize(static_cast<size_t>(rows) + 1);
     (*offsets)[0] = 0;
     const bool is_string = column.type() == ValueType::kString;
+    int64_t missed = 0;
+    std::vector<std::string> examples;
+    const bool want_examples = misses_.wants_examples();
+    const auto miss = [&](auto value) {
+      ++missed;
+      if (want_examples && examples.size() < MissCounter::kExamples) {
+        examples.push_back(absl::StrCat(value));
+      }
+    };
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t i = column.RowBegin(r); i < column.RowEnd(r); ++i) {
         bool kept = true;
@@ -116,6 +125,7 @@ class VocabularyIds final : public CategoricalIds {
           if (it != strings.end()) {
             out_ids->push_back(it->second);
           } else {
+            miss(value);
             kept = Unknown(MurmurHash64(value, 0), out_ids);
           }
         } else {
@@ -124,6 +134,7 @@ class VocabularyIds final : public CategoricalIds {
           if (it != ints.end()) {
             out_ids->push_back(it->second);
           } else {
+            miss(value);
             kept = Unknown(MurmurHash64Int(static_cast<uint64_t>(value), 0), out_ids);
           }
         }
@@ -131,8 +142,13 @@ class VocabularyIds final : public CategoricalIds {
       }
       (*offsets)[static_cast<size_t>(r) + 1] = static_cast<int64_t>(out_ids->size());
     }
+    misses_.Add(column.num_values(), missed, examples);
   }
 
+  MissCounter* misses() const override { return &misses_; }
+  absl::string_view miss_what() const override { return "not in the vocabulary"; }
+
+ private:
   // Appends the id of an unknown value; false when it is dropped.
   bool Unknown(uint64_t hash, std::vector<uint64_t>* ids) const {
     if (oov_ > 0) {
@@ -149,6 +165,7 @@ class VocabularyIds final : public CategoricalIds {
   uint64_t size_;
   uint64_t oov_;
   int64_t default_value_;
+  mutable MissCounter misses_;
 };
 
 class IdentityIds final : public CategoricalIds {
@@ -167,12 +184,18 @@ class IdentityIds final : public CategoricalIds {
     const RawColumn& column = batch.column(source_);
     absl::Span<const int64_t> values = column.int64s();
     out_ids->resize(values.size());
+    int64_t missed = 0;
+    std::vector<std::string> examples;
     for (size_t i = 0; i < values.size(); ++i) {
       const int64_t v = values[i];
       if (v >= 0 && (buckets_ == 0 || static_cast<uint64_t>(v) < buckets_)) {
         (*out_ids)[i] = static_cast<uint64_t>(v);
       } else if (default_value_ >= 0) {
         (*out_ids)[i] = static_cast<uint64_t>(default_value_);
+        ++missed;
+        if (examples.size() < MissCounter::kExamples && misses_.wants_examples()) {
+          examples.push_back(absl::StrCat(v));
+        }
       } else {
         int64_t row = std::upper_bound(column.row_offsets().begin(), column.row_offsets().end(),
                                        static_cast<int64_t>(i)) -
@@ -185,15 +208,19 @@ class IdentityIds final : public CategoricalIds {
       }
     }
     CopyOffsets(column, offsets);
+    misses_.Add(static_cast<int64_t>(values.size()), missed, examples);
     return absl::OkStatus();
   }
 
   int source() const override { return source_; }
+  MissCounter* misses() const override { return default_value_ >= 0 ? &misses_ : nullptr; }
+  absl::string_view miss_what() const override { return "out of range (default_value used)"; }
 
  private:
   int source_;
   uint64_t buckets_;
   int64_t default_value_;
+  mutable MissCounter misses_;
 };
 
 class BucketizedIds final : public CategoricalIds {
@@ -311,6 +338,29 @@ absl::StatusOr<std::vector<std::string>> LoadVocabulary(const VocabularyCategori
 }
 
 }  // namespace
+
+void MissCounter::Add(int64_t values, int64_t misses, const std::vector<std::string>& examples) {
+  values_.fetch_add(values, std::memory_order_relaxed);
+  if (misses == 0) return;
+  misses_.fetch_add(misses, std::memory_order_relaxed);
+  if (examples.empty() || !wants_examples()) return;
+  absl::MutexLock lock(&mu_);
+  for (const std::string& e : examples) {
+    if (examples_.size() >= kExamples) break;
+    if (std::find(examples_.begin(), examples_.end(), e) == examples_.end()) examples_.push_back(e);
+  }
+  if (examples_.size() >= kExamples) examples_full_.store(true, std::memory_order_relaxed);
+}
+
+ColumnMisses MissCounter::Get(const std::string& column) const {
+  ColumnMisses out;
+  out.column = column;
+  out.values = values_.load(std::memory_order_relaxed);
+  out.misses = misses_.load(std::memory_order_relaxed);
+  absl::MutexLock lock(&mu_);
+  out.examples = examples_;
+  return out;
+}
 
 absl::Status CategoricalIds::ComputeWeighted(const RawBatch& batch,
                                              absl::Span<const float> value_weights,

@@ -7,6 +7,7 @@
 // INVALID_ARGUMENT naming the column and row for bad values (an identity id out of range).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "shoal/data/feature_column.h"
 #include "shoal/data/raw_batch.h"
@@ -31,6 +33,29 @@ struct IdList {
 struct IdView {
   absl::Span<const uint64_t> ids;
   absl::Span<const int64_t> offsets;
+};
+
+// The running counts behind ColumnMisses, added to by Compute on any thread.
+class MissCounter {
+ public:
+  static constexpr size_t kExamples = 3;
+  // Adds a batch's counts; `examples` are some of its missed values.
+  void Add(int64_t values, int64_t misses, const std::vector<std::string>& examples);
+  // True while fewer than kExamples distinct examples are kept (callers skip collecting else).
+  bool wants_examples() const { return !examples_full_.load(std::memory_order_relaxed); }
+  int64_t values() const { return values_.load(std::memory_order_relaxed); }
+  int64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+  ColumnMisses Get(const std::string& column) const;
+  // True the first time only: the caller warns once.
+  bool TakeWarning() { return !warned_.exchange(true); }
+
+ private:
+  std::atomic<int64_t> values_{0};
+  std::atomic<int64_t> misses_{0};
+  std::atomic<bool> warned_{false};
+  std::atomic<bool> examples_full_{false};
+  mutable absl::Mutex mu_;
+  std::vector<std::string> examples_ ABSL_GUARDED_BY(mu_);
 };
 
 class CategoricalIds {
@@ -52,6 +77,11 @@ class CategoricalIds {
   // The schema column this column reads its values from; -1 for a crossed column (it reads other
   // columns' ids).
   virtual int source() const { return -1; }
+
+  // The counts of values that missed (vocabulary and identity columns), or null for kinds where
+  // no value misses (hashed, bucketized, crossed). What counts as a miss is `miss_what`.
+  virtual MissCounter* misses() const { return nullptr; }
+  virtual absl::string_view miss_what() const { return ""; }
 
   // Compute, plus each id's weight (weighted_categorical_column): `value_weights` holds one
   // weight per value of source(), in value order, and an id takes the weight of the value it came

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "shoal/base/logging.h"
@@ -18,13 +19,17 @@ namespace {
 // field held doubled quotes that had to be unescaped (the only case that copies).
 class FieldSplitter {
  public:
-  FieldSplitter(absl::string_view line, char delimiter) : line_(line), delimiter_(delimiter) {}
+  FieldSplitter(absl::string_view line, char delimiter, bool skip_initial_space = false)
+      : line_(line), delimiter_(delimiter), skip_initial_space_(skip_initial_space) {}
 
   bool done() const { return done_; }
 
   absl::Status Next(absl::string_view* field, std::string* scratch) {
     const char* data = line_.data();
     const size_t size = line_.size();
+    if (skip_initial_space_) {
+      while (pos_ < size && data[pos_] == ' ' && delimiter_ != ' ') ++pos_;
+    }
     if (pos_ < size && data[pos_] == '"') return NextQuoted(field, scratch);
     const void* d = std::memchr(data + pos_, delimiter_, size - pos_);
     const size_t end =
@@ -85,6 +90,7 @@ class FieldSplitter {
 
   const absl::string_view line_;
   const char delimiter_;
+  const bool skip_initial_space_;
   size_t pos_ = 0;
   bool done_ = false;
 };
@@ -109,6 +115,13 @@ absl::StatusOr<std::unique_ptr<CsvParser>> CsvParser::Create(CsvOptions options)
     }
     if (!names.insert(spec.name).second) {
       return absl::InvalidArgumentError(absl::StrCat("CSV column '", spec.name, "' appears twice"));
+    }
+    const char sep = spec.list_separator;
+    if (sep != '\0' && (sep == d || sep == '"' || sep == '\n' || sep == '\r')) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("CSV column '", spec.name, "': list_separator '",
+                       absl::CHexEscape(absl::string_view(&sep, 1)), "'",
+                       sep == d ? " is the field delimiter" : " is not usable"));
     }
     if (!spec.has_default) continue;
     DefaultValue& def = defaults[i];
@@ -141,6 +154,32 @@ LineReaderOptions CsvParser::ReaderOptions() const {
 }
 
 absl::Status CsvParser::AddField(int index, absl::string_view field, RawColumn* column) const {
+  const ColumnSpec& spec = options_.schema.columns[static_cast<size_t>(index)];
+  if (spec.list_separator == '\0') {
+    RETURN_IF_ERROR(AddValue(index, field, column));
+    column->EndRow();
+    return absl::OkStatus();
+  }
+  bool any = false;
+  size_t begin = 0;
+  while (begin <= field.size()) {
+    size_t end = field.find(spec.list_separator, begin);
+    if (end == absl::string_view::npos) end = field.size();
+    absl::string_view token = field.substr(begin, end - begin);
+    if (spec.type != ValueType::kString) token = absl::StripAsciiWhitespace(token);
+    if (!token.empty()) {
+      RETURN_IF_ERROR(AddValue(index, token, column));
+      any = true;
+    }
+    begin = end + 1;
+  }
+  const DefaultValue& def = defaults_[static_cast<size_t>(index)];
+  if (!any && def.present) RETURN_IF_ERROR(AddValue(index, "", column));
+  column->EndRow();
+  return absl::OkStatus();
+}
+
+absl::Status CsvParser::AddValue(int index, absl::string_view field, RawColumn* column) const {
   const ColumnSpec& spec = options_.schema.columns[static_cast<size_t>(index)];
   const DefaultValue& def = defaults_[static_cast<size_t>(index)];
   switch (spec.type) {
@@ -180,14 +219,13 @@ absl::Status CsvParser::AddField(int index, absl::string_view field, RawColumn* 
       break;
     }
   }
-  column->EndRow();
   return absl::OkStatus();
 }
 
 absl::Status CsvParser::Parse(absl::string_view record, RawBatch* batch) const {
   const int num_columns = static_cast<int>(options_.schema.columns.size());
   CHECK_EQ(batch->num_columns(), num_columns) << "batch built for another schema";
-  FieldSplitter splitter(record, options_.delimiter);
+  FieldSplitter splitter(record, options_.delimiter, options_.skip_initial_space);
   std::string scratch;  // only used by quoted fields with doubled quotes
   int found = 0;
   absl::Status status;

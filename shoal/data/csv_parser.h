@@ -7,7 +7,11 @@
 // an unclosed quote is the error "unterminated quoted field".
 //
 // Values: string columns keep the field's bytes as they are (quotes removed, no trimming); float
-// and int64 columns ignore whitespace around the number. An empty field (also `""`, or only
+// and int64 columns ignore whitespace around the number. With skip_initial_space, spaces right
+// after a delimiter are not part of the next field (Python csv's skipinitialspace: "a, b" reads
+// "b"), so ", " separated files read as ',' separated ones. A column with a list_separator
+// (ColumnSpec) splits its field there into several values, empty tokens skipped: "tok  tok" with
+// ' ' is two values, an empty field none. An empty field (also `""`, or only
 // whitespace in a numeric column) is a missing value: the column's default when the ColumnSpec has
 // one, else an empty row for the feature column to handle.
 //
@@ -37,15 +41,17 @@
 namespace shoal {
 
 struct CsvOptions {
-  char delimiter = ',';     // ',' for CSV, '\t' for TSV; not '"', '\n' or '\r'
-  bool has_header = false;  // line 1 of every file names the columns and is not a record
-  Schema schema;            // the columns, in the order of the fields on a line
+  char delimiter = ',';             // ',' for CSV, '\t' for TSV; not '"', '\n' or '\r'
+  bool has_header = false;          // line 1 of every file names the columns and is not a record
+  bool skip_initial_space = false;  // drop the spaces that start a field (after a delimiter)
+  Schema schema;                    // the columns, in the order of the fields on a line
 };
 
 class CsvParser final : public RecordParser {
  public:
   // INVALID_ARGUMENT for an empty schema, an empty or repeated column name, a default value that
-  // does not parse as its column's type, or an unusable delimiter.
+  // does not parse as its column's type, an unusable delimiter, or a list separator that is the
+  // delimiter, '"' or a line break.
   static absl::StatusOr<std::unique_ptr<CsvParser>> Create(CsvOptions options);
 
   const Schema& schema() const override { return options_.schema; }
@@ -66,6 +72,8 @@ class CsvParser final : public RecordParser {
   explicit CsvParser(CsvOptions options, std::vector<DefaultValue> defaults)
       : options_(std::move(options)), defaults_(std::move(defaults)) {}
   absl::Status AddField(int index, absl::string_view field, RawColumn* column) const;
+  // One value of column `index` from `text` (a whole field, or one token of a list field).
+  absl::Status AddValue(int index, absl::string_view text, RawColumn* column) const;
 
   const CsvOptions options_;
   const std::vector<DefaultValue> defaults_;  // one per column

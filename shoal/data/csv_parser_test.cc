@@ -102,6 +102,76 @@ TEST(CsvParserTest, TabSeparated) {
   EXPECT_EQ(batch.column(2).StringAt(0), "q\tr");
 }
 
+TEST(CsvParserTest, SkipInitialSpaceReadsCommaSpaceSeparatedFiles) {
+  // UCI Adult's lines: ", " between fields. Without the option every string keeps its space.
+  const std::vector<ColumnSpec> columns = {
+      Col("age", ValueType::kInt64), Col("work", ValueType::kString),
+      Col("note", ValueType::kString), Col("income", ValueType::kString)};
+  const char* line = R"(39, State-gov,  "a, b", <=50K)";
+  auto plain = MakeParser(columns);
+  RawBatch raw(plain->schema());
+  // (Without the option a quote after spaces is an ordinary character, as in Python's csv.)
+  ASSERT_TRUE(plain->Parse(R"(39, State-gov,"a, b", <=50K)", &raw).ok());
+  EXPECT_EQ(raw.column(1).StringAt(0), " State-gov");
+  EXPECT_EQ(raw.column(3).StringAt(0), " <=50K");
+
+  CsvOptions options;
+  options.schema.columns = columns;
+  options.skip_initial_space = true;
+  auto parser = CsvParser::Create(options);
+  ASSERT_TRUE(parser.ok()) << parser.status();
+  RawBatch batch((*parser)->schema());
+  ASSERT_TRUE((*parser)->Parse(line, &batch).ok());
+  ASSERT_TRUE((*parser)->Parse("40,   ,x ,  ", &batch).ok());
+  EXPECT_EQ(batch.column(0).int64s(), (std::vector<int64_t>{39, 40}));
+  EXPECT_EQ(batch.column(1).StringAt(0), "State-gov");
+  EXPECT_EQ(batch.column(2).StringAt(0), "a, b") << "a quoted field after the spaces";
+  EXPECT_EQ(batch.column(3).StringAt(0), "<=50K");
+  EXPECT_EQ(batch.column(1).RowSize(1), 0) << "spaces only: a missing value";
+  EXPECT_EQ(batch.column(2).StringAt(1), "x ") << "trailing spaces are kept, as Python's csv";
+  EXPECT_EQ(batch.column(3).RowSize(1), 0);
+}
+
+TEST(CsvParserTest, ListSeparatorSplitsAFieldIntoValues) {
+  // The story's rows: label<TAB>space-separated tokens.
+  ColumnSpec tokens = Col("tokens", ValueType::kString);
+  tokens.list_separator = ' ';
+  ColumnSpec ids = Col("ids", ValueType::kInt64, "0");
+  ids.list_separator = ';';
+  ColumnSpec xs = Col("xs", ValueType::kFloat);
+  xs.list_separator = '|';
+  auto parser = MakeParser({Col("label", ValueType::kFloat), tokens, ids, xs}, '\t');
+  RawBatch batch(parser->schema());
+  ASSERT_TRUE(parser->Parse("1\tred  car fast\t3;4; 5 \t0.5|1.5", &batch).ok());
+  ASSERT_TRUE(parser->Parse("0\t\t\t", &batch).ok());
+  ASSERT_TRUE(parser->Parse("0\tone\t7\t 2 ", &batch).ok());
+  const RawColumn& t = batch.column(1);
+  ASSERT_EQ(t.RowSize(0), 3) << "empty tokens between separators are skipped";
+  EXPECT_EQ(t.StringAt(0), "red");
+  EXPECT_EQ(t.StringAt(1), "car");
+  EXPECT_EQ(t.StringAt(2), "fast");
+  EXPECT_EQ(t.RowSize(1), 0);
+  EXPECT_EQ(t.StringAt(t.RowBegin(2)), "one");
+  EXPECT_EQ(batch.column(2).int64s(), (std::vector<int64_t>{3, 4, 5, 0, 7}))
+      << "an empty list takes the default";
+  EXPECT_EQ(batch.column(3).floats(), (std::vector<float>{0.5f, 1.5f, 2.0f}));
+  EXPECT_EQ(batch.column(3).RowSize(1), 0);
+
+  const absl::Status bad = parser->Parse("1\ta\t3;x\t1", &batch);
+  EXPECT_THAT(std::string(bad.message()),
+              HasSubstr("column 'ids' (field 3): 'x' is not an integer"));
+  EXPECT_EQ(batch.num_rows(), 3);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(batch.column(i).num_rows(), 3);
+
+  CsvOptions options;
+  options.delimiter = '\t';
+  ColumnSpec same = Col("a", ValueType::kString);
+  same.list_separator = '\t';
+  options.schema.columns = {same};
+  EXPECT_THAT(std::string(CsvParser::Create(options).status().message()),
+              HasSubstr("column 'a': list_separator '\\t' is the field delimiter"));
+}
+
 TEST(CsvParserTest, CreateValidatesOptions) {
   CsvOptions options;
   EXPECT_THAT(std::string(CsvParser::Create(options).status().message()), HasSubstr("no columns"));

@@ -167,6 +167,16 @@ struct FeatureColumns {
   WeightColumn weight;
 };
 
+// How many of a column's values missed so far: not in its vocabulary (whatever became of them: an
+// oov bucket, the default id, dropped), or an identity id out of range that took default_value.
+struct ColumnMisses {
+  std::string column;
+  int64_t values = 0;
+  int64_t misses = 0;
+  std::vector<std::string> examples;  // the first few distinct missed values
+  double rate() const { return values > 0 ? static_cast<double>(misses) / values : 0.0; }
+};
+
 // One sparse model input: per example a list of ids (CSR).
 struct SparseFeature {
   std::string name;   // output column name

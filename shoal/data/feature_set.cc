@@ -6,8 +6,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "shoal/base/logging.h"
 #include "shoal/base/status.h"
 #include "shoal/data/murmur3.h"
 
@@ -466,6 +468,53 @@ absl::Status FeatureSet::ComputeWeighted(const Weighted& w, const RawBatch& batc
   return categorical.ComputeWeighted(batch, value_weights, ids, offsets, weights);
 }
 
+std::vector<ColumnMisses> FeatureSet::VocabularyMisses() const {
+  std::vector<ColumnMisses> out;
+  for (size_t i = 0; i < categorical_.size(); ++i) {
+    const MissCounter* counter = categorical_[i]->misses();
+    if (counter != nullptr && counter->values() > 0) {
+      out.push_back(counter->Get(categorical_[i]->name()));
+    }
+  }
+  return out;
+}
+
+void FeatureSet::WarnAboutMisses() const {
+  for (const CategoricalIdsPtr& column : categorical_) {
+    MissCounter* counter = column->misses();
+    if (counter == nullptr) continue;
+    const int64_t values = counter->values();
+    if (values < kWarnAfterValues ||
+        static_cast<double>(counter->misses()) < kWarnMissRate * static_cast<double>(values) ||
+        !counter->TakeWarning()) {
+      continue;
+    }
+    const ColumnMisses misses = counter->Get(column->name());
+    std::string examples;
+    bool leading = false;
+    bool trailing = false;
+    for (const std::string& e : misses.examples) {
+      absl::StrAppend(&examples, examples.empty() ? "" : ", ", "'", absl::CHexEscape(e), "'");
+      leading |= !e.empty() && absl::ascii_isspace(static_cast<unsigned char>(e.front()));
+      trailing |= !e.empty() && absl::ascii_isspace(static_cast<unsigned char>(e.back()));
+    }
+    std::string hint;
+    if (leading) {
+      hint = " (a leading space: set skip_initial_space: true on the csv/tsv input)";
+    } else if (trailing) {
+      hint = " (trailing whitespace in the data)";
+    }
+    const std::string source =
+        column->source() >= 0
+            ? absl::StrCat(" (source '",
+                           schema_.columns[static_cast<size_t>(column->source())].name, "')")
+            : "";
+    LOG(WARNING) << "feature column '" << column->name() << "'" << source << ": " << misses.misses
+                 << " of " << misses.values << " values so far are " << column->miss_what()
+                 << ", e.g. " << examples << hint;
+  }
+}
+
 absl::StatusOr<FeatureBatch> FeatureSet::Transform(const RawBatch& batch) const {
   FeatureBatch out;
   RETURN_IF_ERROR(TransformInto(batch, &out));
@@ -547,6 +596,8 @@ absl::Status FeatureSet::TransformInto(const RawBatch& batch, FeatureBatch* out)
       for (uint64_t& id : feature.ids) id = MurmurHash64Int(id, sparse.wide_seed);
     }
   }
+
+  WarnAboutMisses();
 
   if (weight_source_ >= 0) {
     RETURN_IF_ERROR(FillWeights(batch, out->weights));

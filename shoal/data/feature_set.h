@@ -51,6 +51,14 @@ class FeatureSet {
   // One SparseFeature per sparse output, in output order, with ids/offsets/weights empty.
   const std::vector<SparseFeature>& sparse_specs() const { return sparse_specs_; }
   bool has_label() const { return label_source_ >= 0; }
+
+  // Per vocabulary column (and identity column with a default_value) in use: how many values
+  // Transform has seen and how many missed, since Create. The first time a column has missed at
+  // least kWarnMissRate of kWarnAfterValues or more values, Transform logs a warning naming it,
+  // with examples and a hint (a leading space: skip_initial_space).
+  static constexpr int64_t kWarnAfterValues = 100;
+  static constexpr double kWarnMissRate = 0.5;
+  std::vector<ColumnMisses> VocabularyMisses() const;
   bool has_weight() const { return weight_source_ >= 0; }
 
  private:
@@ -80,6 +88,7 @@ class FeatureSet {
 
   FeatureSet() = default;
   absl::Status CheckBatch(const RawBatch& batch) const;
+  void WarnAboutMisses() const;
   absl::Status FillNumeric(const Numeric& numeric, const RawBatch& batch, Tensor& dense) const;
   absl::Status FillLabels(const RawBatch& batch, Tensor& labels) const;
   absl::Status FillWeights(const RawBatch& batch, std::vector<float>& weights) const;

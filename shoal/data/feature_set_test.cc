@@ -18,6 +18,7 @@ using feature_testing::MakeBatch;
 using feature_testing::MakeSchema;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class FeatureSetTest : public ::testing::Test {
  protected:
@@ -351,6 +352,50 @@ TEST_F(FeatureSetTest, WeightedColumnConfigErrors) {
   c = base;
   c.weighted.push_back({.name = "a", .categorical = "b", .weight = "w"});
   EXPECT_THAT(ConfigError(c, schema), HasSubstr("the column name is used twice"));
+}
+
+TEST_F(FeatureSetTest, VocabularyMissesAreCountedAndWarnedOnce) {
+  // UCI Adult read without skip_initial_space: every value keeps its leading space.
+  const Schema schema = MakeSchema({{"education", ValueType::kString}, {"n", ValueType::kInt64}});
+  FeatureColumns columns;
+  columns.vocabulary.push_back({.name = "education", .vocabulary = {"Bachelors", "HS-grad"}});
+  columns.identity.push_back({.name = "n", .num_buckets = 3, .default_value = 0});
+  columns.embedding.push_back({.categorical = "education", .dimension = 2});
+  columns.embedding.push_back({.categorical = "n", .dimension = 2});
+  auto set = Create(columns, schema);
+  ASSERT_TRUE(set.ok()) << set.status();
+  feature_testing::Rows education, n;
+  for (int i = 0; i < 60; ++i) {
+    education.push_back({i % 2 == 0 ? " Bachelors" : " HS-grad"});
+    n.push_back({i < 6 ? "7" : "1"});  // 6 of 60 out of range
+  }
+  const RawBatch batch = MakeBatch(schema, {education, n});
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(set->Transform(batch).ok());  // 60 values: below kWarnAfterValues
+  const std::string quiet = testing::internal::GetCapturedStderr();
+  EXPECT_THAT(quiet, Not(HasSubstr("education")));
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(set->Transform(batch).ok());
+  ASSERT_TRUE(set->Transform(batch).ok());
+  const std::string warned = testing::internal::GetCapturedStderr();
+  EXPECT_THAT(warned, HasSubstr("feature column 'education' (source 'education'): 120 of 120 "
+                                "values so far are not in the vocabulary, e.g. ' Bachelors', "
+                                "' HS-grad' (a leading space: set skip_initial_space: true"));
+  EXPECT_EQ(warned.find("feature column 'education'"), warned.rfind("feature column 'education'"))
+      << "warned once";
+  EXPECT_THAT(warned, Not(HasSubstr("feature column 'n'"))) << "10% is not a high rate";
+
+  const std::vector<ColumnMisses> misses = set->VocabularyMisses();
+  ASSERT_EQ(misses.size(), 2u);
+  EXPECT_EQ(misses[0].column, "education");
+  EXPECT_EQ(misses[0].values, 180);
+  EXPECT_EQ(misses[0].misses, 180);
+  EXPECT_DOUBLE_EQ(misses[0].rate(), 1.0);
+  EXPECT_THAT(misses[0].examples, ElementsAre(" Bachelors", " HS-grad"));
+  EXPECT_EQ(misses[1].column, "n");
+  EXPECT_EQ(misses[1].values, 180);
+  EXPECT_EQ(misses[1].misses, 18);
+  EXPECT_THAT(misses[1].examples, ElementsAre("7"));
 }
 
 TEST_F(FeatureSetTest, MissingVocabularyFileIsNotFound) {

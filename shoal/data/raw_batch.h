@@ -73,6 +73,9 @@ struct ColumnSpec {
   ValueType type = ValueType::kFloat;
   bool has_default = false;
   std::string default_value;
+  // CSV/TSV: a field is a list of values separated by this character ("tok tok tok" with ' '),
+  // empty tokens skipped; '\0' = one value per field. Other formats have their own lists.
+  char list_separator = '\0';
 };
 
 struct Schema {
@@ -98,6 +101,12 @@ class RawBatch {
     origins_.push_back(-1);
   }
   void Rollback();  // truncates every column to num_rows()
+  // Removes the last record (ended by EndRecord): a check after parsing refused it.
+  void DropLastRecord() {
+    if (num_rows_ == 0) return;
+    --num_rows_;
+    Rollback();
+  }
   void Clear();
   // Appends records [begin, end) of `other` (same schema).
   void AppendRows(const RawBatch& other, int64_t begin, int64_t end);

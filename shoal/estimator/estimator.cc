@@ -422,8 +422,21 @@ absl::StatusOr<std::string> Estimator::SaveCut(FileSystem& fs) {
   return dir;
 }
 
+nlohmann::json VocabularyMissesJson(const std::vector<ColumnMisses>& misses) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const ColumnMisses& m : misses) {
+    out[m.column] = {
+        {"values", m.values}, {"misses", m.misses}, {"rate", m.rate()}, {"examples", m.examples}};
+  }
+  return out;
+}
+
 PipelineStats Estimator::InputStats() const {
   return current_input_ != nullptr ? current_input_->Stats() : PipelineStats{};
+}
+
+std::vector<ColumnMisses> Estimator::InputVocabularyMisses() const {
+  return current_input_ != nullptr ? current_input_->VocabularyMisses() : last_vocabulary_misses_;
 }
 
 absl::StatusOr<std::vector<TableStats>> Estimator::GetTableStats() {
@@ -497,6 +510,7 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input, const EvalO
   result.metrics["loss"] = loss.Result();
   for (const auto& [name, metric] : metrics) result.metrics[name] = metric->Result();
   result.seconds = Seconds(start);
+  result.vocabulary_misses = source->VocabularyMisses();
   RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::End, context));
   if (options.write_files) RETURN_IF_ERROR(WriteEvalFiles(result));
   std::string line;
@@ -514,14 +528,21 @@ absl::Status Estimator::WriteEvalFiles(const EvalResult& result) {
   if (eval_events_ == nullptr) {
     ASSIGN_OR_RETURN(eval_events_, EventWriter::Create(fs_, eval_dir, EventSuffix()));
   }
-  std::vector<ScalarValue> values;  // views into result.metrics' keys
+  std::vector<ScalarValue> values;  // views into result.metrics' keys and `tags`
   for (const auto& [name, value] : result.metrics) values.emplace_back(name, value);
+  std::vector<std::string> tags;
+  tags.reserve(result.vocabulary_misses.size());
+  for (const ColumnMisses& m : result.vocabulary_misses) {
+    tags.push_back(absl::StrCat("input/vocabulary_miss_rate/", m.column));
+    values.emplace_back(tags.back(), m.rate());
+  }
   RETURN_IF_ERROR(eval_events_->AddScalars(result.global_step, values));
   RETURN_IF_ERROR(eval_events_->Flush());
   nlohmann::json json = {{"global_step", result.global_step},
                          {"examples", result.examples},
                          {"checkpoint", result.checkpoint},
-                         {"metrics", result.metrics}};
+                         {"metrics", result.metrics},
+                         {"vocabulary_misses", VocabularyMissesJson(result.vocabulary_misses)}};
   return WriteFileAtomically(*fs, JoinPath(eval_dir, "metrics.json"), json.dump(2) + "\n");
 }
 
@@ -554,6 +575,7 @@ absl::Status Estimator::Predict(const InputFn& input, const PredictOptions& opti
       PredictBatch out;
       out.batch_size = batch.batch_size;
       out.features = &batch;
+      if (!config_.label_vocabulary.empty()) out.classes = &config_.label_vocabulary;
       for (const auto& [name, value] : spec.predictions)
         out.outputs.emplace_back(name, &value->value);
       return sink(out);

@@ -48,6 +48,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "nlohmann/json_fwd.hpp"
 #include "shoal/base/mutex.h"
 #include "shoal/data/feature_column.h"
 #include "shoal/data/pipeline.h"
@@ -73,6 +74,8 @@ class BatchSource {
   virtual PipelineStats Stats() const { return {}; }
   // Complete passes over the input so far; -1 when unknown.
   virtual int64_t epochs_completed() const { return -1; }
+  // Values that missed their vocabulary so far, per column (FeatureSet::VocabularyMisses).
+  virtual std::vector<ColumnMisses> VocabularyMisses() const { return {}; }
 
   // Data tasks leased from a coordinator (worker/leased_task_source.h) need to know what was
   // trained. Train calls BatchTrained after each step's push; when Next says OUT_OF_RANGE (every
@@ -82,6 +85,10 @@ class BatchSource {
   [[nodiscard]] virtual absl::StatusOr<bool> Resume() { return false; }
   [[nodiscard]] virtual absl::Status Flush() { return absl::OkStatus(); }
 };
+
+// Vocabulary misses as JSON, for summary.json and eval/metrics.json: {column: {"values", "misses",
+// "rate", "examples"}}.
+nlohmann::json VocabularyMissesJson(const std::vector<ColumnMisses>& misses);
 
 // Called once per train / evaluate / predict to open the input from its start.
 using InputFn = std::function<absl::StatusOr<std::unique_ptr<BatchSource>>()>;
@@ -99,6 +106,8 @@ struct EstimatorConfig {
   std::vector<ParameterService*> parameter_shards;
   // How this process takes part in a job (job_role.h); null = alone. Not owned.
   JobRole* role = nullptr;
+  // features.label_vocabulary: the class names of PredictBatch::classes; empty = none.
+  std::vector<std::string> label_vocabulary;
   // Written into every export as config.yaml (the CLI passes the job config); may be empty.
   std::string export_config_yaml;
   // The signature's inputs (the training input's schema, format and label) of every export; its
@@ -137,6 +146,8 @@ struct TrainResult {
   // is listed when eviction is on (0 if none went), none when it is off. Only the chief saves, so
   // on a cluster the chief's figures are the job's (the other trainers list zeros).
   std::map<std::string, int64_t> rows_evicted;
+  // The training input's vocabulary misses (FeatureSet::VocabularyMisses), this call's.
+  std::vector<ColumnMisses> vocabulary_misses;
 };
 
 struct EvalOptions {
@@ -151,6 +162,7 @@ struct EvalResult {
   std::map<std::string, double> metrics;  // "loss" and the head's metrics
   std::string checkpoint;                 // the checkpoint evaluated ("" = in-memory model)
   double seconds = 0;
+  std::vector<ColumnMisses> vocabulary_misses;  // of the evaluation input; empty when remote
 };
 
 // One batch of predictions: name -> [B, ...] values, in the model's order.
@@ -159,6 +171,9 @@ struct PredictBatch {
   std::vector<std::pair<std::string, const Tensor*>> outputs;
   // The batch predicted on: its origins (data task ids) and pass-through columns.
   const FeatureBatch* features = nullptr;
+  // The label_vocabulary (class names by id), or null: a prediction then reports each row's
+  // class name as "classes" beside its "class_ids", as TF does.
+  const std::vector<std::string>* classes = nullptr;
 };
 
 struct PredictOptions {
@@ -203,6 +218,8 @@ class Estimator {
   FileSystems& file_systems() { return fs_; }
   // Figures of the current input and tables, for the summary hook.
   PipelineStats InputStats() const;
+  // The training input's vocabulary misses: the current input's, else the last Train's.
+  std::vector<ColumnMisses> InputVocabularyMisses() const;
   [[nodiscard]] absl::StatusOr<std::vector<TableStats>> GetTableStats();
   // Rows evicted before checkpoints by this Estimator so far, per table (tables with none may be
   // missing); empty when run.evict_unseen_steps is 0.
@@ -272,6 +289,7 @@ class Estimator {
   std::vector<EvalResult> evaluations_;
   std::map<std::string, int64_t> rows_evicted_;  // by table, since this Estimator was created
   const BatchSource* current_input_ = nullptr;
+  std::vector<ColumnMisses> last_vocabulary_misses_;
   // During a Train: its TrainOptions::saving_listeners, told of each SaveCheckpoint.
   const std::vector<CheckpointSaverListener*>* saving_listeners_ = nullptr;
   // Pushes hold it shared; SaveCheckpoint holds it exclusively (several training threads: the

@@ -50,6 +50,10 @@ class LockedBatchSource final : public BatchSource {
     MutexLock lock(&mu_);
     return source_->epochs_completed();
   }
+  std::vector<ColumnMisses> VocabularyMisses() const override {
+    MutexLock lock(&mu_);
+    return source_->VocabularyMisses();
+  }
   void BatchTrained(const FeatureBatch& batch) override {
     MutexLock lock(&mu_);
     source_->BatchTrained(batch);
@@ -339,6 +343,8 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
   }
   if (failure.ok()) failure = AnnotateCat(source->Flush(), "training input");
   result.epochs_completed = source->epochs_completed();
+  result.vocabulary_misses = source->VocabularyMisses();
+  last_vocabulary_misses_ = result.vocabulary_misses;
   current_input_ = nullptr;
   if (!failure.ok()) {
     // Keep what was trained: a later run resumes from the last saved checkpoint, as after a

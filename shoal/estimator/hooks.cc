@@ -115,12 +115,17 @@ absl::Status SummaryHook::Write(RunContext& context) {
                       static_cast<double>(context.examples - last_examples_) / seconds);
   if (context.estimator != nullptr) {
     values.emplace_back("input/stall_fraction", context.estimator->InputStats().stall_fraction());
+    const std::vector<ColumnMisses> misses = context.estimator->InputVocabularyMisses();
     ASSIGN_OR_RETURN(std::vector<TableStats> tables, context.estimator->GetTableStats());
     // With eviction on (run.evict_unseen_steps), also the rows evicted so far by this run.
     const bool evicting = context.estimator->config().run.evict_unseen_steps > 0;
     const std::map<std::string, int64_t>& evicted = context.estimator->rows_evicted();
     // ScalarValue keeps a view of its tag: the tags live in `tags` until AddScalars returns.
-    tags.reserve(3 * tables.size());
+    tags.reserve(3 * tables.size() + misses.size());
+    for (const ColumnMisses& m : misses) {
+      tags.push_back(absl::StrCat("input/vocabulary_miss_rate/", m.column));
+      values.emplace_back(tags.back(), m.rate());
+    }
     for (const TableStats& table : tables) {
       tags.push_back(absl::StrCat("embedding/", table.name, "/rows"));
       values.emplace_back(tags.back(), table.rows);

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "shoal/base/status.h"
@@ -25,6 +27,40 @@ struct InputPlan {
   RecordReaderOptions reader;  // for every format but fashion_mnist
   bool idx = false;            // fashion_mnist: OpenIdxRecordReader with idx_options
   IdxReaderOptions idx_options;
+};
+
+// A parser whose records must have a label in label_vocabulary: a record with another label is a
+// bad record (INVALID_ARGUMENT), so the pipeline names its file:line, or counts and skips it
+// under bad_records: skip. FeatureSet checks the labels too, for inputs without a parser.
+class LabelVocabularyParser final : public RecordParser {
+ public:
+  LabelVocabularyParser(std::shared_ptr<const RecordParser> parser, int label,
+                        const std::vector<std::string>& vocabulary)
+      : parser_(std::move(parser)), label_(label), classes_(vocabulary.begin(), vocabulary.end()) {}
+
+  const Schema& schema() const override { return parser_->schema(); }
+
+  absl::Status Parse(absl::string_view record, RawBatch* batch) const override {
+    RETURN_IF_ERROR(parser_->Parse(record, batch));
+    const RawColumn& column = batch->column(label_);
+    const int64_t row = batch->num_rows() - 1;
+    if (column.RowSize(row) == 1 && classes_.contains(column.StringAt(column.RowBegin(row)))) {
+      return absl::OkStatus();
+    }
+    const std::string value =
+        column.RowSize(row) == 0
+            ? std::string("no value")
+            : absl::StrCat("'", absl::CHexEscape(column.StringAt(column.RowBegin(row))), "'");
+    batch->DropLastRecord();
+    return absl::InvalidArgumentError(
+        absl::StrCat("label column '", parser_->schema().columns[static_cast<size_t>(label_)].name,
+                     "': ", value, " is not in label_vocabulary (", classes_.size(), " classes)"));
+  }
+
+ private:
+  std::shared_ptr<const RecordParser> parser_;
+  int label_;
+  absl::flat_hash_set<std::string> classes_;
 };
 
 // The files of `patterns` (ExpandFilePatterns, which StaticTaskSource runs again), refusing an
@@ -65,6 +101,7 @@ absl::StatusOr<InputPlan> PlanInput(FileSystems& fs, const InputConfig& input) {
     CsvOptions csv;
     csv.delimiter = format == "tsv" ? '\t' : ',';
     csv.has_header = input.header;
+    csv.skip_initial_space = input.skip_initial_space;
     if (input.header) {
       ASSIGN_OR_RETURN(csv.schema, CsvHeaderSchema(fs, files, csv.delimiter, input.schema));
     } else if (declared) {
@@ -159,6 +196,11 @@ absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& 
   const Schema& schema = plan.parser->schema();
   const FeatureColumns used = ColumnsAsRead(columns, schema, options.require_label);
   ASSIGN_OR_RETURN(FeatureSet features, FeatureSet::Create(used, schema, fs), name);
+  if (!used.label.vocabulary.empty() && !used.label.source.empty()) {
+    const int label = schema.IndexOf(used.label.source);  // a string column: FeatureSet checked
+    plan.parser =
+        std::make_shared<LabelVocabularyParser>(plan.parser, label, used.label.vocabulary);
+  }
   std::vector<std::pair<std::string, int>> passthrough;
   for (const std::string& column : options.passthrough) {
     const int index = schema.IndexOf(column);

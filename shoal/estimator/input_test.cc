@@ -377,6 +377,36 @@ TEST_F(FeatureInputTest, ReadErrorsNameTheInputAndTheRecord) {
             "input.train: mem://in/bad.csv:3: column 'x' (field 2): 'abc' is not a number");
 }
 
+TEST_F(FeatureInputTest, LabelsOutsideTheLabelVocabularyAreBadRecords) {
+  // UCI Adult's test file: its labels end in '.', which the vocabulary does not hold.
+  Write("mem://in/adult.csv", "39, <=50K\n50, >50K.\n38, >50K\n28, <=50K.\n");
+  InputConfig in = Csv({"mem://in/adult.csv"}, 10);
+  in.header = false;
+  in.skip_initial_space = true;
+  in.schema.columns = {Column("age", ValueType::kFloat), Column("income", ValueType::kString)};
+  FeatureColumns columns;
+  columns.numeric = {Numeric("age")};
+  columns.label.source = "income";
+  columns.label.vocabulary = {"<=50K", ">50K"};
+  auto input = Create(columns, in);
+  ASSERT_TRUE(input.ok()) << input.status();
+  FeatureBatch batch;
+  const absl::Status status = (*input)->Next(&batch);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "input.train: mem://in/adult.csv:2: label column 'income': '>50K.' is not in "
+            "label_vocabulary (2 classes)");
+
+  // bad_records: skip counts them and reads the rest.
+  in.pipeline.bad_records.action = BadRecordPolicy::Action::kSkip;
+  input = Create(columns, in);
+  ASSERT_TRUE(input.ok()) << input.status();
+  const ReadResult got = ReadAll(**input);
+  EXPECT_THAT(got.dense, ElementsAre(ElementsAre(39.0f), ElementsAre(38.0f)));
+  EXPECT_THAT(got.labels, ElementsAre(0.0f, 1.0f));
+  EXPECT_EQ((*input)->Stats().bad_records_skipped, 2);
+}
+
 TEST_F(FeatureInputTest, LabelRules) {
   Write("mem://in/people.csv", kPeople);
   Write("mem://in/unlabelled.csv", "id,x\n1,2\n3,4\n");

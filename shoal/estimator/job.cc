@@ -33,6 +33,18 @@ class FeatureInputSource final : public BatchSource {
     return status;
   }
   PipelineStats Stats() const override { return input_->Stats(); }
+  std::vector<ColumnMisses> VocabularyMisses() const override {
+    std::vector<ColumnMisses> now = input_->feature_set().VocabularyMisses();
+    for (ColumnMisses& m : now) {  // plus the inputs closed before (Resume reopens)
+      for (const ColumnMisses& earlier : earlier_misses_) {
+        if (earlier.column != m.column) continue;
+        m.values += earlier.values;
+        m.misses += earlier.misses;
+        if (m.examples.empty()) m.examples = earlier.examples;
+      }
+    }
+    return now.empty() ? earlier_misses_ : now;
+  }
   // Known when the input ended (its num_epochs are done); -1 while it runs, and with leased
   // tasks, where the coordinator counts epochs for the whole job.
   int64_t epochs_completed() const override {
@@ -46,6 +58,7 @@ class FeatureInputSource final : public BatchSource {
     leased_->InputEnded();
     ASSIGN_OR_RETURN(const bool more, leased_->WaitForWork());
     if (!more) return false;
+    earlier_misses_ = VocabularyMisses();
     ASSIGN_OR_RETURN(input_, reopen_());
     exhausted_ = false;
     return true;
@@ -58,6 +71,7 @@ class FeatureInputSource final : public BatchSource {
 
  private:
   std::unique_ptr<FeatureInput> input_;
+  std::vector<ColumnMisses> earlier_misses_;
   int64_t num_epochs_;
   std::shared_ptr<LeasedTaskSource> leased_;
   Reopen reopen_;
@@ -80,15 +94,18 @@ std::set<std::string> UsedColumns(const FeatureColumns& f) {
 }
 
 // The inputs of an export's signature: the input's schema (field order), format and label.
-Signature SignatureOf(const JobConfig& job, const std::string& format, const Schema& schema) {
+Signature SignatureOf(const JobConfig& job, const LayoutSchema& layout) {
+  const Schema& schema = layout.schema;
+  const std::string& format = layout.format;
   Signature signature;
   signature.format = format;
   signature.delimiter = format == "tsv" ? '\t' : ',';
+  signature.skip_initial_space = layout.skip_initial_space;
   signature.label = job.features.label.source;
   const std::set<std::string> used = UsedColumns(job.features);
   for (const ColumnSpec& c : schema.columns) {
     signature.inputs.push_back(
-        {c.name, c.type, c.has_default, c.default_value, used.contains(c.name)});
+        {c.name, c.type, c.has_default, c.default_value, used.contains(c.name), c.list_separator});
   }
   if (schema.IndexOf(signature.label) < 0) signature.label.clear();
   return signature;
@@ -129,6 +146,7 @@ absl::StatusOr<EstimatorConfig> EstimatorConfigFromJob(FileSystems& fs, const Jo
   return EstimatorConfigFromSchema(fs, job, models,
                                    {.schema = std::move(schema),
                                     .format = input.format,
+                                    .skip_initial_space = input.skip_initial_space,
                                     .name = name,
                                     .require_label = layout.require_label});
 }
@@ -151,7 +169,8 @@ absl::StatusOr<EstimatorConfig> EstimatorConfigFromSchema(FileSystems& fs, const
   config.optimizer = job.optimizer;
   config.wide_optimizer = job.wide_optimizer;
   config.run = job.run;
-  config.export_signature = SignatureOf(job, layout.format, schema);
+  config.export_signature = SignatureOf(job, layout);
+  config.label_vocabulary = job.features.label.vocabulary;
   // Vocabulary files travel with the export (assets/), and its config.yaml names them there:
   // relative paths in a config resolve against the config file's directory.
   JobConfig exported = job;

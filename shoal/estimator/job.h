@@ -50,8 +50,9 @@ struct LayoutInput {
 // The feature layout of a schema known without files, e.g. a table in memory (table_input.h).
 struct LayoutSchema {
   Schema schema;
-  std::string format = "csv";  // the export signature's format (serving parses CSV lines so)
-  std::string name;            // in errors, e.g. "numpy_input_fn"
+  std::string format = "csv";       // the export signature's format (serving parses CSV lines so)
+  bool skip_initial_space = false;  // the csv/tsv input's option, kept in the signature
+  std::string name;                 // in errors, e.g. "numpy_input_fn"
   bool require_label = true;
 };
 

@@ -299,12 +299,17 @@ absl::Status ParseInput(const Ctx& ctx, const Node& node, const std::string& pat
   if (r.Has("header") && in->format != "csv" && in->format != "tsv") {
     return r.ErrorAt("header", "only for format csv or tsv");
   }
+  RETURN_IF_ERROR(r.Read("skip_initial_space", &in->skip_initial_space));
+  if (r.Has("skip_initial_space") && in->format != "csv" && in->format != "tsv") {
+    return r.ErrorAt("skip_initial_space", "only for format csv or tsv");
+  }
+  const bool text = in->format == "csv" || in->format == "tsv";
   if (r.Has("schema") && in->format != "csv" && in->format != "tsv" && in->format != "tfrecord") {
     return r.ErrorAt("schema", absl::StrCat("only for format csv, tsv or tfrecord (", in->format,
                                             " has its own columns)"));
   }
   RETURN_IF_ERROR(ReadList(
-      ctx, r, "schema", &in->schema.columns, [](MapReader& c, ColumnSpec* spec) -> absl::Status {
+      ctx, r, "schema", &in->schema.columns, [&](MapReader& c, ColumnSpec* spec) -> absl::Status {
         RETURN_IF_ERROR(RequireString(c, "name", &spec->name));
         std::string type = "float";
         RETURN_IF_ERROR(c.ReadEnum("type", &type, {"float", "int64", "string"}));
@@ -312,7 +317,20 @@ absl::Status ParseInput(const Ctx& ctx, const Node& node, const std::string& pat
                      : type == "string" ? ValueType::kString
                                         : ValueType::kFloat;
         spec->has_default = c.Has("default");
-        return c.Read("default", &spec->default_value);
+        RETURN_IF_ERROR(c.Read("default", &spec->default_value));
+        std::string separator;
+        RETURN_IF_ERROR(c.Read("list_separator", &separator));
+        if (c.Has("list_separator")) {
+          if (!text) {
+            return c.ErrorAt("list_separator",
+                             "only for format csv or tsv (tfrecord features hold lists already)");
+          }
+          if (separator.size() != 1) {
+            return c.ErrorAt("list_separator", "must be one character, e.g. ' ' or ';'");
+          }
+          spec->list_separator = separator[0];
+        }
+        return absl::OkStatus();
       }));
   RETURN_IF_ERROR(r.Read("num_epochs", &in->num_epochs, 0));
   if (in->num_epochs == 0 && limit == 0) {

@@ -41,13 +41,14 @@ namespace shoal {
 
 // One input (train or eval). An InputConfig with no files means "no such input".
 struct InputConfig {
-  std::vector<std::string> files;  // globs, in order; resolved as described above
-  std::string format;              // csv | tsv | criteo | libsvm | tfrecord | fashion_mnist
-  bool header = true;              // csv/tsv: line 1 of each file names the columns
-  Schema schema;                   // declared columns; empty = the format's own / the header's
-  int64_t num_epochs = 1;          // >= 0; 0 = repeat until run.max_steps
-  bool shuffle_files = false;      // reorder the files each epoch (seeded by pipeline.seed)
-  uint64_t split_bytes = 0;        // text files larger than this are read in ranges; 0 = never
+  std::vector<std::string> files;   // globs, in order; resolved as described above
+  std::string format;               // csv | tsv | criteo | libsvm | tfrecord | fashion_mnist
+  bool header = true;               // csv/tsv: line 1 of each file names the columns
+  bool skip_initial_space = false;  // csv/tsv: drop spaces after a delimiter ("a, b" reads "b")
+  Schema schema;                    // declared columns; empty = the format's own / the header's
+  int64_t num_epochs = 1;           // >= 0; 0 = repeat until run.max_steps
+  bool shuffle_files = false;       // reorder the files each epoch (seeded by pipeline.seed)
+  uint64_t split_bytes = 0;         // text files larger than this are read in ranges; 0 = never
   // A fixed, content-based split of the records (data/split_reader.h): a record is in the holdout
   // iff its hash point is below holdout_fraction. 0 = no split.
   float holdout_fraction = 0;  // in [0, 1)

@@ -340,8 +340,9 @@ input:
   train: {files: [t.csv], format: tsv, header: false, num_epochs: 0, shuffle_files: true,
           split_bytes: 1000, batch_size: 7, drop_remainder: true, shuffle_buffer: 9, seed: 11,
           parse_threads: 3, prefetch_batches: 5, bad_records: "skip:12", holdout_fraction: 0.2,
-          holdout_seed: 4294967295, holdout: true,
-          schema: [{name: a, type: float, default: 0}, {name: h, type: string}, {name: y, type: int64}]}
+          holdout_seed: 4294967295, holdout: true, skip_initial_space: true,
+          schema: [{name: a, type: float, default: 0}, {name: h, type: string, list_separator: " "},
+                   {name: y, type: int64}]}
   eval: {files: [e.tfrecord], format: tfrecord, bad_records: skip}
 run: {max_steps: 10, save_checkpoints_steps: 0, save_checkpoints_secs: 30, keep_checkpoint_max: 0,
       log_step_count_steps: 7, seed: 18446744073709551615, sync_replicas: 3,
@@ -385,6 +386,9 @@ TEST(JobConfigTest, FullConfigRoundTrips) {
   EXPECT_TRUE(c.train_input.schema.columns[0].has_default);
   EXPECT_FALSE(c.train_input.schema.columns[1].has_default);
   EXPECT_EQ(c.train_input.schema.columns[2].type, ValueType::kInt64);
+  EXPECT_TRUE(c.train_input.skip_initial_space);
+  EXPECT_EQ(c.train_input.schema.columns[1].list_separator, ' ');
+  EXPECT_EQ(c.train_input.schema.columns[0].list_separator, '\0');
   EXPECT_EQ(c.train_input.TaskOptions().seed, 11u);
   EXPECT_FLOAT_EQ(c.train_input.holdout_fraction, 0.2f);
   EXPECT_EQ(c.train_input.Holdout().seed, 4294967295u);

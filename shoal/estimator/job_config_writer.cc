@@ -237,7 +237,10 @@ void WriteInput(Writer& w, absl::string_view key, const InputConfig& in) {
   w.BeginMap(key);
   w.StrList("files", in.files);
   w.Str("format", in.format);
-  if (in.format == "csv" || in.format == "tsv") w.Bool("header", in.header);
+  if (in.format == "csv" || in.format == "tsv") {
+    w.Bool("header", in.header);
+    w.Bool("skip_initial_space", in.skip_initial_space);
+  }
   if (!in.schema.columns.empty()) {
     w.BeginList("schema");
     for (const ColumnSpec& c : in.schema.columns) {
@@ -245,6 +248,7 @@ void WriteInput(Writer& w, absl::string_view key, const InputConfig& in) {
       w.Str("name", c.name);
       w.Str("type", std::string(ValueTypeText(c.type)));
       if (c.has_default) w.Str("default", c.default_value);
+      if (c.list_separator != '\0') w.Str("list_separator", std::string(1, c.list_separator));
       w.EndMap();
     }
     w.EndList();

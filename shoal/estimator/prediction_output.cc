@@ -56,6 +56,11 @@ int64_t PartTask(const std::string& name) {
 
 }  // namespace
 
+std::string ClassName(const std::vector<std::string>& classes, float id) {
+  if (!(id >= 0.0f) || id >= static_cast<float>(classes.size())) return "";
+  return classes[static_cast<size_t>(id)];
+}
+
 std::string PredictionLines(const PredictBatch& batch, int64_t begin, int64_t end) {
   std::string lines;
   for (int64_t row = begin; row < end; ++row) {
@@ -69,6 +74,13 @@ std::string PredictionLines(const PredictBatch& batch, int64_t begin, int64_t en
       const int64_t width = value->size() / batch.batch_size;
       line[name] =
           std::vector<float>(value->data() + row * width, value->data() + (row + 1) * width);
+      if (name == "class_ids" && batch.classes != nullptr) {
+        std::vector<std::string> classes;
+        for (int64_t i = row * width; i < (row + 1) * width; ++i) {
+          classes.push_back(ClassName(*batch.classes, (*value)[i]));
+        }
+        line["classes"] = std::move(classes);
+      }
     }
     lines += line.dump();
     lines += '\n';

@@ -34,8 +34,12 @@
 
 namespace shoal {
 
+// The name of class `id` (a class_ids value) in `classes` (the label_vocabulary); "" when `id`
+// is not a class of it.
+std::string ClassName(const std::vector<std::string>& classes, float id);
+
 // Rows [begin, end) of `batch` as JSON lines: the pass-through columns (batch.features) and the
-// outputs by name.
+// outputs by name, with "classes" (class names) after "class_ids" when batch.classes is set.
 std::string PredictionLines(const PredictBatch& batch, int64_t begin, int64_t end);
 
 // "part-00003.jsonl": the output file of data task `task`.

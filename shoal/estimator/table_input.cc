@@ -28,6 +28,10 @@ class TableSource final : public BatchSource {
     StartEpoch();
   }
 
+  std::vector<ColumnMisses> VocabularyMisses() const override {
+    return features_.VocabularyMisses();
+  }
+
   absl::Status Next(FeatureBatch* batch) override {
     const int64_t rows = table_->num_rows();
     const int64_t size = options_.batch_size;

@@ -221,6 +221,11 @@ absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
       {"rows_evicted", result.train.rows_evicted.empty()
                            ? nlohmann::json::object()
                            : nlohmann::json(result.train.rows_evicted)},
+      {"vocabulary_misses",
+       {{"train", VocabularyMissesJson(result.train.vocabulary_misses)},
+        {"eval",
+         VocabularyMissesJson(result.final_eval.has_value() ? result.final_eval->vocabulary_misses
+                                                            : std::vector<ColumnMisses>{})}}},
   };
   ASSIGN_OR_RETURN(FileSystem * fs, estimator.file_systems().For(model_dir));
   RETURN_IF_ERROR(

@@ -51,17 +51,20 @@ json SignatureToJson(const Signature& s) {
     json one = {
         {"name", in.name}, {"dtype", std::string(ValueTypeName(in.type))}, {"used", in.used}};
     if (in.has_default) one["default"] = in.default_value;
+    if (in.list_separator != '\0') one["list_separator"] = std::string(1, in.list_separator);
     inputs.push_back(std::move(one));
   }
   json outputs = json::array();
   for (const SignatureOutput& out : s.outputs) {
     outputs.push_back({{"name", out.name}, {"shape", out.shape}});
   }
-  return {{"format", s.format},
-          {"delimiter", std::string(1, s.delimiter)},
-          {"label", s.label},
-          {"inputs", std::move(inputs)},
-          {"outputs", std::move(outputs)}};
+  json out = {{"format", s.format},
+              {"delimiter", std::string(1, s.delimiter)},
+              {"label", s.label},
+              {"inputs", std::move(inputs)},
+              {"outputs", std::move(outputs)}};
+  if (s.skip_initial_space) out["skip_initial_space"] = true;
+  return out;
 }
 
 // `v` as the integer type T if it is an integer that T holds. nlohmann-json's get<T>() would also
@@ -124,6 +127,9 @@ absl::StatusOr<Signature> SignatureFromJson(const json& j, absl::string_view pat
   RETURN_IF_ERROR(Get(j, "label", path, &s.label));
   if (delimiter.size() != 1) return Corrupt(path, "signature.delimiter is not one character");
   s.delimiter = delimiter[0];
+  if (j.contains("skip_initial_space")) {  // absent in exports of older versions: false
+    RETURN_IF_ERROR(Get(j, "skip_initial_space", path, &s.skip_initial_space));
+  }
   const auto inputs = j.find("inputs");
   const auto outputs = j.find("outputs");
   if (inputs == j.end() || !inputs->is_array() || outputs == j.end() || !outputs->is_array()) {
@@ -147,6 +153,15 @@ absl::StatusOr<Signature> SignatureFromJson(const json& j, absl::string_view pat
     if (in.contains("default")) {
       input.has_default = true;
       RETURN_IF_ERROR(Get(in, "default", path, &input.default_value));
+    }
+    if (in.contains("list_separator")) {
+      std::string separator;
+      RETURN_IF_ERROR(Get(in, "list_separator", path, &separator));
+      if (separator.size() != 1 || static_cast<uint8_t>(separator[0]) >= 0x80) {
+        return Corrupt(path, absl::StrCat("signature input '", input.name,
+                                          "': list_separator is not one ASCII character"));
+      }
+      input.list_separator = separator[0];
     }
     s.inputs.push_back(std::move(input));
   }

@@ -37,9 +37,10 @@ inline constexpr uint64_t kMaxMetaBytes = uint64_t{64} << 20;
 struct SignatureInput {
   std::string name;
   ValueType type = ValueType::kFloat;
-  bool has_default = false;   // a missing value becomes default_value at parse time
-  std::string default_value;  // text, parsed with `type`
-  bool used = false;          // a feature column (or the label) reads it
+  bool has_default = false;    // a missing value becomes default_value at parse time
+  std::string default_value;   // text, parsed with `type`
+  bool used = false;           // a feature column (or the label) reads it
+  char list_separator = '\0';  // csv/tsv: the field is a list split here (ColumnSpec)
 };
 
 // One model output, per example: e.g. "logistic" [1], "probabilities" [num_classes].
@@ -54,6 +55,7 @@ struct SignatureOutput {
 struct Signature {
   std::string format;    // the training input's format: csv, tsv, criteo, libsvm, tfrecord, ...
   char delimiter = ',';  // csv ',' / tsv '\t'
+  bool skip_initial_space = false;  // csv/tsv: spaces after a delimiter are dropped (CsvOptions)
   std::vector<SignatureInput> inputs;
   std::string label;  // "" = none
   std::vector<SignatureOutput> outputs;

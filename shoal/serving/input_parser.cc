@@ -95,7 +95,7 @@ absl::StatusOr<InputParser> InputParser::Create(const Signature& signature) {
   parser.signature_ = signature;
   Schema full;
   for (const SignatureInput& in : signature.inputs) {
-    ColumnSpec spec{in.name, in.type, in.has_default, in.default_value};
+    ColumnSpec spec{in.name, in.type, in.has_default, in.default_value, in.list_separator};
     full.columns.push_back(spec);
     if (in.name == signature.label) continue;
     parser.index_[in.name] = static_cast<int>(parser.schema_.columns.size());
@@ -108,6 +108,7 @@ absl::StatusOr<InputParser> InputParser::Create(const Signature& signature) {
   if (format == "csv" || format == "tsv") {
     CsvOptions options;
     options.delimiter = signature.delimiter;
+    options.skip_initial_space = signature.skip_initial_space;
     options.schema = full;
     ASSIGN_OR_RETURN(parser.line_parser_, CsvParser::Create(options), "the signature's inputs");
     if (!signature.label.empty()) {

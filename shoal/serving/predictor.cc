@@ -82,6 +82,7 @@ absl::StatusOr<Predictions> Predictor::Predict(const RawBatch& batch) const {
     RETURN_IF_ERROR(spec.status());
     RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kPredict, features.batch_size));
     out.rows = features.batch_size;
+    out.classes = job_.features.label.vocabulary;
     for (const auto& [name, value] : spec->predictions) {
       out.names.push_back(name);
       out.values.push_back(value->value);

@@ -48,6 +48,9 @@ struct Predictions {
   int64_t rows = 0;
   std::vector<std::string> names;
   std::vector<Tensor> values;  // values[i] is [rows, ...] for names[i]
+  // The export's label_vocabulary (class names by id), empty without one: responses then give
+  // each row's "classes" beside its "class_ids", as TF Serving does.
+  std::vector<std::string> classes;
 };
 
 struct PredictorOptions {

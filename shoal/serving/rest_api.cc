@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
 #include "shoal/base/json_depth.h"
+#include "shoal/estimator/prediction_output.h"
 
 namespace shoal {
 namespace {
@@ -83,6 +84,15 @@ json RowValues(const Predictions& p, size_t i, int64_t r) {
   const Tensor& t = p.values[i];
   const int64_t width = t.size() / p.rows;
   return std::vector<float>(t.data() + r * width, t.data() + (r + 1) * width);
+}
+
+// A row's class names, from its class_ids (output i).
+json RowClasses(const Predictions& p, size_t i, int64_t r) {
+  const Tensor& t = p.values[i];
+  const int64_t width = t.size() / p.rows;
+  std::vector<std::string> names;
+  for (int64_t k = r * width; k < (r + 1) * width; ++k) names.push_back(ClassName(p.classes, t[k]));
+  return names;
 }
 
 }  // namespace
@@ -188,13 +198,21 @@ HttpResponse RestApi::PredictResponse(const Predictor& predictor, absl::string_v
       json rows = json::array();
       for (int64_t r = 0; r < p.rows; ++r) rows.push_back(RowValues(p, i, r));
       outputs[p.names[i]] = std::move(rows);
+      if (p.names[i] == "class_ids" && !p.classes.empty()) {
+        json classes = json::array();
+        for (int64_t r = 0; r < p.rows; ++r) classes.push_back(RowClasses(p, i, r));
+        outputs["classes"] = std::move(classes);
+      }
     }
     out = {{"outputs", std::move(outputs)}};
   } else {
     json rows = json::array();
     for (int64_t r = 0; r < p.rows; ++r) {
       json row = json::object();
-      for (size_t i = 0; i < p.names.size(); ++i) row[p.names[i]] = RowValues(p, i, r);
+      for (size_t i = 0; i < p.names.size(); ++i) {
+        row[p.names[i]] = RowValues(p, i, r);
+        if (p.names[i] == "class_ids" && !p.classes.empty()) row["classes"] = RowClasses(p, i, r);
+      }
       rows.push_back(std::move(row));
     }
     out = {{"predictions", std::move(rows)}};

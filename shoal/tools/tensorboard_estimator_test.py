@@ -69,7 +69,8 @@ def read_json(*path):
 def test_training_scalars(job, no_tensorboard_warnings):
     scalars = load_scalars(job.model_dir)
     tables = {"wide", "city_embedding"}  # wide columns share "wide"; embedding: column + _embedding
-    assert set(scalars) == {"loss", "global_step/sec", "examples/sec", "input/stall_fraction"} | {
+    assert set(scalars) == {"loss", "global_step/sec", "examples/sec", "input/stall_fraction",
+                            "input/vocabulary_miss_rate/color"} | {
         f"embedding/{table}/{figure}" for table in tables for figure in ("rows", "bytes")}
 
     # Every LOG_STEPS steps, and once more at the end of training.
@@ -86,6 +87,8 @@ def test_training_scalars(job, no_tensorboard_warnings):
     assert all(value > 0 for _, value in scalars["examples/sec"])
     assert all(value > 0 for _, value in scalars["global_step/sec"])
     assert all(0 <= value <= 1 for _, value in scalars["input/stall_fraction"])
+    # Every color is in the vocabulary (messy_data_test.py has misses).
+    assert all(value == 0 for _, value in scalars["input/vocabulary_miss_rate/color"])
 
     # A row per id seen: at most the distinct ids of the training data (hashing may merge some).
     cities = {row["city"] for row in job.train_rows}
@@ -104,7 +107,8 @@ def test_evaluation_scalars_equal_the_metrics_files(job, no_tensorboard_warnings
     assert written["metrics"] == summary["metrics"]
 
     scalars = load_scalars(os.path.join(job.model_dir, "eval"))
-    assert set(scalars) == set(written["metrics"])
+    assert set(scalars) == set(written["metrics"]) | {"input/vocabulary_miss_rate/color"}
+    assert scalars.pop("input/vocabulary_miss_rate/color") == [(summary["global_step"], 0.0)]
     for tag, points in scalars.items():
         # One evaluation (eval.throttle_secs is longer than the run): the final one.
         assert [step for step, _ in points] == [summary["global_step"]], tag
