@@ -9,11 +9,14 @@ shoal process (parameter servers, chief, workers, evaluator). docs/spark.md is t
 Modules: job (the driver: `run`), member (the executors' task), supervisor (keeps a member from
 outliving its task), cluster (roles, TF_CONFIG), checks (settings refused up front), summary (the
 chief's summary), predict (`predict`: scores a DataFrame), staging (DataFrames written as CSV for
-a job), driver_config (the config as the driver reads it).
+a job), driver_config (the config as the driver reads it), tfrecords (`write_tfrecords`: a
+DataFrame written as TFRecord files of tf.train.Example) and example_encoder (its encoder).
 """
 
 from shoal.spark.errors import ShoalJobError, SparkSettingsError
 from shoal.spark.job import run
 from shoal.spark.predict import predict
+from shoal.spark.tfrecords import TFRecordsWritten, TFRecordWriteError, write_tfrecords
 
-__all__ = ["run", "predict", "ShoalJobError", "SparkSettingsError"]
+__all__ = ["run", "predict", "write_tfrecords", "ShoalJobError", "SparkSettingsError",
+           "TFRecordWriteError", "TFRecordsWritten"]
