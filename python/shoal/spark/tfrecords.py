@@ -148,8 +148,8 @@ def prepare(directory: str, mode: str) -> None:
         else:
             os.remove(target)
     if entries:
-        log.info("%s: removed %d entries of an earlier write in %s (mode='overwrite')", WHAT,
-                 len(entries), directory)
+        log.info("removed %d entries of an earlier write in %s (mode='overwrite')", len(entries),
+                 directory)
     os.makedirs(os.path.join(directory, TEMPORARY), exist_ok=True)
 
 
@@ -248,53 +248,58 @@ def write_tfrecords(dataframe, path: str, *, mode: str = "error") -> TFRecordsWr
     columns = example_columns(dataframe.schema)
     directory = local_directory(path)
     prepare(directory, mode)
-    temporary = os.path.join(directory, TEMPORARY)
-    rdd = dataframe.rdd
-    partitions = rdd.getNumPartitions()
-    sc = dataframe.sparkSession.sparkContext
-    saved = sc.getLocalProperty("spark.job.description")
-    sc.setJobDescription(f"shoal: write_tfrecords to {directory}")
     start = time.monotonic()
     try:
-        try:
-            lines = rdd.mapPartitionsWithIndex(
-                functools.partial(write_partition, directory, columns)).collect()
-        except Exception as e:  # noqa: BLE001 - Py4JJavaError, or pyspark's own wrappers of it
-            error = TFRecordWriteError(f"{WHAT}: writing {directory} failed: {_task_error(e)}")
-            error.spark_error = e
-            raise error from None
-        finally:
-            sc.setLocalProperty("spark.job.description", saved)
-        parts = sorted((json.loads(line) for line in lines), key=lambda p: p["partition"])
-        files = []
-        for part in parts:
-            final = os.path.join(directory, part_name(part["partition"]))
-            try:
-                os.replace(part["file"], final)
-            except FileNotFoundError:
-                raise TFRecordWriteError(
-                    f"{WHAT}: the executors wrote {part['file']}, which the driver cannot see: "
-                    f"{directory} must be on a file system every executor and the driver share "
-                    f"(local mode, NFS)") from None
-            files.append(final)
+        parts = _run_tasks(dataframe, directory, columns)
+        files = [_commit(directory, part) for part in parts]
     except BaseException:
-        for name in os.listdir(directory):
+        for name in os.listdir(directory):  # all ours: prepare() left the directory empty
             if _ours(name) and name != TEMPORARY:
                 os.remove(os.path.join(directory, name))
         raise
     finally:
-        shutil.rmtree(temporary, ignore_errors=True)
+        shutil.rmtree(os.path.join(directory, TEMPORARY), ignore_errors=True)
     with open(os.path.join(directory, SUCCESS), "wb"):
         pass
     _sync_directory(directory)
     written = TFRecordsWritten(directory, files, sum(p["rows"] for p in parts),
-                               sum(p["bytes"] for p in parts), partitions)
-    log.info("%s: wrote %d rows of %d partitions into %d files (%d bytes) in %s in %.1f s", WHAT,
-             written.rows, partitions, len(files), written.bytes, directory,
+                               sum(p["bytes"] for p in parts), dataframe.rdd.getNumPartitions())
+    log.info("wrote %d rows of %d partitions into %d TFRecord files (%d bytes) in %s in %.1f s",
+             written.rows, written.partitions, len(files), written.bytes, directory,
              time.monotonic() - start)
     slow = sum(1 for p in parts if p["crc32c"] == "pure Python")
     if slow:
-        log.warning("%s: %d of %d tasks computed CRC32C in pure Python (about 13 MB/s): install "
-                    "google-crc32c on the executors to write several times faster", WHAT, slow,
-                    len(parts))
+        log.warning("write_tfrecords: %d of %d tasks computed CRC32C in pure Python (about 13 "
+                    "MB/s): install google-crc32c on the executors to write several times faster",
+                    slow, len(parts))
     return written
+
+
+def _run_tasks(dataframe, directory: str, columns: Sequence[Column]) -> List[dict]:
+    """Runs write_partition over every partition; its reports in partition order."""
+    sc = dataframe.sparkSession.sparkContext
+    saved = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(f"shoal: write_tfrecords to {directory}")
+    try:
+        lines = dataframe.rdd.mapPartitionsWithIndex(
+            functools.partial(write_partition, directory, columns)).collect()
+    except Exception as e:  # noqa: BLE001 - Py4JJavaError, or pyspark's own wrappers of it
+        error = TFRecordWriteError(f"{WHAT}: writing {directory} failed: {_task_error(e)}")
+        error.spark_error = e
+        raise error from None
+    finally:
+        sc.setLocalProperty("spark.job.description", saved)
+    return sorted((json.loads(line) for line in lines), key=lambda p: p["partition"])
+
+
+def _commit(directory: str, part: dict) -> str:
+    """Renames a task's reported file to its part name; returns that path."""
+    final = os.path.join(directory, part_name(part["partition"]))
+    try:
+        os.replace(part["file"], final)
+    except FileNotFoundError:
+        raise TFRecordWriteError(
+            f"{WHAT}: the executors wrote {part['file']}, which the driver cannot see: "
+            f"{directory} must be on a file system every executor and the driver share (local "
+            f"mode, NFS)") from None
+    return final
