@@ -274,8 +274,13 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
     failure = RunHooks(hooks, &SessionRunHook::BeforeRun, context);
     if (!failure.ok()) break;
 
+    // TensorBoard histograms of this step (the chief writes summaries).
+    const int64_t every = config_.run.save_histograms_steps;
+    const bool histograms = every > 0 && train_events_ != nullptr && step % every == 0;
+    std::vector<std::pair<std::string, std::vector<float>>> histogram_values;
     failure = [&]() -> absl::Status {
       RETURN_IF_ERROR(prepare);
+      ctx.WantHistograms(histograms);
       ctx.BeginPreparedStep(batch, client_.get(), &prepared);
       if (pipeline && (last_step == 0 || step < last_step)) start_lookahead();
       absl::StatusOr<EstimatorSpec> spec =
@@ -291,10 +296,17 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
       }
       if (sync()) RETURN_IF_ERROR_CTX(client_->CommitStep(step), "committing the step");
       context.loss = spec->loss->value[0];
+      if (histograms) histogram_values = ctx.TakeHistograms();
       return absl::OkStatus();
     }();
     ctx.EndStep();
     join_lookahead();
+    if (failure.ok() && !histogram_values.empty()) {
+      std::vector<HistogramValue> values;
+      values.reserve(histogram_values.size());
+      for (const auto& [tag, v] : histogram_values) values.push_back({tag, v});
+      failure = train_events_->AddHistograms(step, values);
+    }
     if (!failure.ok()) {
       failure = AnnotateCat(failure, "training step ", step);
       break;

@@ -376,6 +376,7 @@ absl::Status ParseRun(const Ctx& ctx, MapReader& r, RunConfig* run) {
   RETURN_IF_ERROR(r.Read("save_checkpoints_secs", &run->save_checkpoints_secs, 0));
   RETURN_IF_ERROR(r.Read("keep_checkpoint_max", &run->keep_checkpoint_max, 0));
   RETURN_IF_ERROR(r.Read("log_step_count_steps", &run->log_step_count_steps, 1));
+  RETURN_IF_ERROR(r.Read("save_histograms_steps", &run->save_histograms_steps, 0));
   RETURN_IF_ERROR(r.Read("seed", &run->seed));
   RETURN_IF_ERROR(r.Read("sync_replicas", &run->sync_replicas, 0));
   RETURN_IF_ERROR(r.ReadEnum("pipeline_pull", &run->pipeline_pull, {"auto", "on", "off"}));

@@ -90,6 +90,7 @@ struct RunConfig {
   int64_t save_checkpoints_secs = 0;      // 0 = not by time
   int keep_checkpoint_max = 5;            // 0 = keep all
   int64_t log_step_count_steps = 100;     // >= 1
+  int64_t save_histograms_steps = 0;      // TensorBoard histograms every N steps; 0 = never
   uint64_t seed = 42;                     // model initialisation
   // 0 = asynchronous training (each push applied at once); N > 0 = synchronous (TF's
   // SyncReplicasOptimizer): each update averages the gradients of min(N, trainers) trainers'

@@ -345,7 +345,8 @@ input:
                    {name: y, type: int64}]}
   eval: {files: [e.tfrecord], format: tfrecord, bad_records: skip}
 run: {max_steps: 10, save_checkpoints_steps: 0, save_checkpoints_secs: 30, keep_checkpoint_max: 0,
-      log_step_count_steps: 7, seed: 18446744073709551615, sync_replicas: 3,
+      log_step_count_steps: 7, save_histograms_steps: 9, seed: 18446744073709551615,
+      sync_replicas: 3,
       evict_unseen_steps: 50, checkpoint_hold_timeout_secs: 3}
 eval: {steps: 3, start_delay_secs: 4, throttle_secs: 5,
        exporters: [{name: b, type: best, metric: auc, keep: 2}, {name: l}]}

@@ -309,6 +309,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
   w.Int("save_checkpoints_secs", r.save_checkpoints_secs);
   w.Int("keep_checkpoint_max", r.keep_checkpoint_max);
   w.Int("log_step_count_steps", r.log_step_count_steps);
+  w.Int("save_histograms_steps", r.save_histograms_steps);
   w.Int("seed", r.seed);
   w.Int("sync_replicas", r.sync_replicas);
   w.Str("pipeline_pull", r.pipeline_pull);

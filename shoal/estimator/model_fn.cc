@@ -1,6 +1,7 @@
 #include "shoal/estimator/model_fn.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -399,7 +400,43 @@ absl::Status ModelContext::PushGradients(int64_t step) {
   return absl::OkStatus();
 }
 
+void ModelContext::Histogram(absl::string_view name, const nn::Var& value) {
+  if (!histograms_wanted_ || recording_ || value == nullptr) return;
+  histograms_.emplace_back(
+      std::string(name),
+      std::vector<float>(value->value.data(), value->value.data() + value->value.size()));
+}
+
+std::vector<std::pair<std::string, std::vector<float>>> ModelContext::TakeHistograms() {
+  std::vector<std::pair<std::string, std::vector<float>>> out;
+  if (!histograms_wanted_ || client_ == nullptr) return out;
+  out = std::move(histograms_);
+  histograms_.clear();
+  const ModelSpec& spec = client_->spec();
+  for (size_t i = 0; i < spec.dense.size() && i < dense_leaves_.size(); ++i) {
+    const Tensor& t =
+        dense_leaves_[i] != nullptr ? dense_leaves_[i]->value : prepared_.dense_values[i];
+    out.emplace_back(spec.dense[i].name, std::vector<float>(t.data(), t.data() + t.size()));
+  }
+  for (const auto& [table, state] : tables_) {
+    const Tensor& rows = state.rows != nullptr ? state.rows->value : state.values;
+    if (rows.shape().size() != 2 || rows.shape()[0] == 0) continue;
+    const int64_t n = rows.shape()[0];
+    const int64_t dim = rows.shape()[1];
+    std::vector<float> norms(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) {
+      double sum = 0;
+      for (int64_t k = 0; k < dim; ++k) sum += double{rows[r * dim + k]} * rows[r * dim + k];
+      norms[static_cast<size_t>(r)] = static_cast<float>(std::sqrt(sum));
+    }
+    out.emplace_back(absl::StrCat("embedding/", table, "/row_norm"), std::move(norms));
+  }
+  return out;
+}
+
 void ModelContext::EndStep() {
+  histograms_.clear();
+  histograms_wanted_ = false;
   tables_.clear();
   dense_leaves_.clear();
   dense_input_ = nullptr;

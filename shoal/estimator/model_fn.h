@@ -135,6 +135,9 @@ class ModelContext {
                    absl::string_view group = "deep");
   // Dropout randomness, seeded by (seed, global step): reproducible runs.
   Rng& rng() { return rng_; }
+  // A TensorBoard histogram of `value`'s values (a layer's activations, say) for this step, taken
+  // only in the steps the Estimator asks for them (run.save_histograms_steps); free otherwise.
+  void Histogram(absl::string_view name, const nn::Var& value);
   // Records the first error; the Estimator reports it when the model returns.
   void Fail(absl::Status status);
   const absl::Status& status() const { return status_; }
@@ -166,6 +169,12 @@ class ModelContext {
   [[nodiscard]] absl::Status PushGradients(int64_t step);
   // Drops the step's graph and bound values (keeps buffers).
   void EndStep();
+  // Histograms for the step about to start: the model's (Histogram) and, at TakeHistograms, every
+  // dense variable's values and each looked-up table's row norms.
+  void WantHistograms(bool want) { histograms_wanted_ = want; }
+  // The step's histograms by tag, before EndStep: "<variable>", "embedding/<table>/row_norm" and
+  // the model's; empty unless WantHistograms(true) was set for the step.
+  std::vector<std::pair<std::string, std::vector<float>>> TakeHistograms();
 
  private:
   struct TableState {
@@ -203,6 +212,8 @@ class ModelContext {
   PreparedStep prepared_;  // BeginStep's; its sparse batch is the step's
   absl::flat_hash_map<std::string, TableState> tables_;  // looked up at BeginStep
   nn::Var dense_input_;
+  bool histograms_wanted_ = false;
+  std::vector<std::pair<std::string, std::vector<float>>> histograms_;  // the model's, this step
 };
 
 using ModelFn = std::function<absl::StatusOr<EstimatorSpec>(

@@ -84,6 +84,7 @@ nn::Var DeepLogits(ModelContext& ctx, const FeatureKinds& kinds, const ModelConf
         ctx.Variable(layer + "/kernel", Shape{width, out}, GlorotUniformInit(), "deep");
     nn::Var bias = ctx.Variable(layer + "/bias", Shape{out}, Zeros(), "deep");
     x = nn::Activate(nn::BiasAdd(nn::MatMul(x, kernel), bias), activation);
+    ctx.Histogram(layer + "/activation", x);
     if (config.dropout > 0) x = nn::Dropout(x, config.dropout, ctx.rng(), ctx.training());
     if (config.batch_norm) x = BatchNormLayer(ctx, x, out, layer);
     width = out;
@@ -91,7 +92,9 @@ nn::Var DeepLogits(ModelContext& ctx, const FeatureKinds& kinds, const ModelConf
   nn::Var kernel =
       ctx.Variable(scope + "/logits/kernel", Shape{width, units}, GlorotUniformInit(), "deep");
   nn::Var bias = ctx.Variable(scope + "/logits/bias", Shape{units}, Zeros(), "deep");
-  return nn::BiasAdd(nn::MatMul(x, kernel), bias);
+  nn::Var logits = nn::BiasAdd(nn::MatMul(x, kernel), bias);
+  ctx.Histogram(scope + "/logits", logits);
+  return logits;
 }
 
 // The linear part: wide columns' weights, optionally dense features x kernel, and a bias.

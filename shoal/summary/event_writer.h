@@ -12,12 +12,12 @@
 // (TFRecord framing) stamped with the clock's wall time. Values are stored as float32
 // (Summary.Value.simple_value), as in TensorFlow. Writes may be buffered until Flush or Close.
 //
-// Errors: INVALID_ARGUMENT for an empty or duplicate tag, or a suffix holding '/'; ALREADY_EXISTS
-// if the file name is taken (a second writer for the same directory, host and second: pass a
-// distinct suffix; checked before creating, so two writers racing in that second may still
-// collide); file system errors (file_system.h; messages name the path). After a failed
-// write, or after Close, every call returns FAILED_PRECONDITION. Thread-safe: hooks on several
-// threads may share one writer; records are written whole and in call order.
+// Errors: INVALID_ARGUMENT for an empty or duplicate tag (scalars and histograms alike), or a
+// suffix holding '/'; ALREADY_EXISTS if the file name is taken (a second writer for the same
+// directory, host and second: pass a distinct suffix; checked before creating, so two writers
+// racing in that second may still collide); file system errors (file_system.h; messages name the
+// path). After a failed write, or after Close, every call returns FAILED_PRECONDITION. Thread-safe:
+// hooks on several threads may share one writer; records are written whole and in call order.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +56,12 @@ struct ScalarValue {
   double value;           // stored as float32
 };
 
+// One histogram of AddHistograms: the values it summarises. Both are only read during the call.
+struct HistogramValue {
+  absl::string_view tag;
+  absl::Span<const float> values;
+};
+
 class EventWriter {
  public:
   // Creates `log_dir` if missing and a new event file in it, and writes the file_version event.
@@ -74,6 +80,11 @@ class EventWriter {
   // Appends one Event at `step` holding all `values` (tags must be distinct). Nothing is written
   // for an empty list.
   [[nodiscard]] absl::Status AddScalars(int64_t step, absl::Span<const ScalarValue> values);
+  // Appends one Event at `step` holding a histogram of each value list (Summary.Value.histo), in
+  // TensorFlow's default buckets (limits +-1e-12 * 1.1^k and 0), so TensorBoard's histogram and
+  // distribution dashboards show them. Non-finite values are left out (and counted nowhere).
+  [[nodiscard]] absl::Status AddHistograms(int64_t step,
+                                           absl::Span<const HistogramValue> histograms);
 
   // Hands everything written so far to the file system, where readers (TensorBoard) see it.
   [[nodiscard]] absl::Status Flush();

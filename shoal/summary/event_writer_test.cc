@@ -87,6 +87,55 @@ TEST_F(EventWriterTest, FirstRecordIsTheFileVersion) {
   EXPECT_TRUE(absl::IsOutOfRange((*reader)->ReadRecord(&record)));
 }
 
+TEST_F(EventWriterTest, HistogramsInTensorFlowsDefaultBuckets) {
+  auto writer = EventWriter::Create(fs_, "mem://logs", "", TestOptions());
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const std::vector<float> values = {-1.0f, 0.0f, 0.5f,
+                                     0.5f,  2.0f, std::numeric_limits<float>::quiet_NaN()};
+  const std::vector<float> empty;
+  const HistogramValue histograms[] = {{"w", values}, {"none", empty}};
+  ASSERT_TRUE((*writer)->AddHistograms(7, histograms).ok());
+  const HistogramValue twice[] = {{"w", values}, {"w", values}};
+  EXPECT_EQ((*writer)->AddHistograms(8, twice).code(), absl::StatusCode::kInvalidArgument);
+  const std::string path = (*writer)->path();
+  ASSERT_TRUE((*writer)->Close().ok());
+
+  auto mem = fs_.For(path);
+  ASSERT_TRUE(mem.ok());
+  auto reader = TFRecordReader::Open(**mem, path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string record;
+  ASSERT_TRUE((*reader)->ReadRecord(&record).ok());  // file_version
+  ASSERT_TRUE((*reader)->ReadRecord(&record).ok());
+  proto::Event event;
+  ASSERT_TRUE(event.ParseFromString(record));
+  EXPECT_EQ(event.step(), 7);
+  ASSERT_EQ(event.summary().value_size(), 2);
+  const proto::HistogramProto& h = event.summary().value(0).histo();
+  EXPECT_EQ(event.summary().value(0).tag(), "w");
+  EXPECT_EQ(h.num(), 5);  // the NaN is left out
+  EXPECT_EQ(h.min(), -1.0);
+  EXPECT_EQ(h.max(), 2.0);
+  EXPECT_EQ(h.sum(), 2.0);
+  EXPECT_EQ(h.sum_squares(), 5.5);
+  ASSERT_EQ(h.bucket_limit_size(), h.bucket_size());
+  double total = 0;
+  for (int i = 0; i < h.bucket_size(); ++i) {
+    total += h.bucket(i);
+    if (i > 0) EXPECT_LT(h.bucket_limit(i - 1), h.bucket_limit(i));
+    if (h.bucket(i) == 2) {  // the two 0.5s: in [limit(i-1), limit(i))
+      EXPECT_LE(h.bucket_limit(i - 1), 0.5);
+      EXPECT_GT(h.bucket_limit(i), 0.5);
+      EXPECT_NEAR(h.bucket_limit(i) / h.bucket_limit(i - 1), 1.1, 1e-9);
+    }
+  }
+  EXPECT_EQ(total, 5);
+  const proto::HistogramProto& none = event.summary().value(1).histo();
+  EXPECT_EQ(none.num(), 0);
+  EXPECT_EQ(none.bucket_size(), 0);
+  EXPECT_TRUE(absl::IsOutOfRange((*reader)->ReadRecord(&record)));
+}
+
 TEST_F(EventWriterTest, RoundTripsScalarsAsFloat32) {
   auto writer = EventWriter::Create(fs_, "mem://logs", "", TestOptions());
   ASSERT_TRUE(writer.ok()) << writer.status();

@@ -25,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from tensorboard.backend.event_processing import event_accumulator  # noqa: E402
 
 LOG_STEPS = 4
+HISTOGRAM_STEPS = 8
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +35,9 @@ def job(tmp_path_factory):
         pytest.fail("set SHOAL_BIN to the built shoal binary (ctest does)")
     directory = tmp_path_factory.mktemp("job")
     job = write_job(directory, directory / "model", log_step_count_steps=LOG_STEPS)
-    result = subprocess.run([shoal, "train", job.config], capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run([shoal, "train", job.config, "--set",
+                             f"run.save_histograms_steps={HISTOGRAM_STEPS}"],
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return job
 
@@ -98,6 +100,41 @@ def test_training_scalars(job, no_tensorboard_warnings):
         assert all(0 < r <= ids for r in rows), (table, rows)
         assert rows == sorted(rows), (table, rows)  # tables only grow
         assert all(value > 0 for _, value in scalars[f"embedding/{table}/bytes"]), table
+
+
+def test_histograms_of_variables_rows_and_activations(job, no_tensorboard_warnings):
+    """run.save_histograms_steps: every dense variable, the looked-up rows' norms per table and the
+    deep tower's activations, every HISTOGRAM_STEPS steps, as TensorBoard's histograms."""
+    accumulator = event_accumulator.EventAccumulator(
+        str(job.model_dir), size_guidance={event_accumulator.HISTOGRAMS: 0})
+    accumulator.Reload()
+    tags = set(accumulator.Tags()["histograms"])
+    assert {"dnn/hidden_0/kernel", "dnn/hidden_0/bias", "dnn/logits/kernel",
+            "dnn/hidden_0/activation", "dnn/logits", "embedding/city_embedding/row_norm",
+            "embedding/wide/row_norm"} <= tags, tags
+    steps = list(range(HISTOGRAM_STEPS, FINAL_STEP + 1, HISTOGRAM_STEPS))
+    for tag in tags:
+        events = accumulator.Histograms(tag)
+        assert [e.step for e in events] == steps, tag
+        for e in events:
+            h = e.histogram_value
+            assert sum(h.bucket) == h.num, tag  # every value in one bucket
+            assert h.min <= h.max, tag
+            assert list(h.bucket_limit) == sorted(h.bucket_limit), tag
+    # The hidden kernel: [2 numeric + 3 indicator + 4 embedding, 8] Glorot-initialised values.
+    for e in accumulator.Histograms("dnn/hidden_0/kernel"):
+        h = e.histogram_value
+        assert h.num == 9 * 8
+        assert -2 < h.min < 0 < h.max < 2, h
+    # ReLU activations of full batches of 32 rows (the histogram steps are not the last one).
+    for e in accumulator.Histograms("dnn/hidden_0/activation"):
+        assert e.histogram_value.num == 32 * 8
+        assert e.histogram_value.min >= 0
+    # A row per city the batch looked up, of dimension 4 (norms > 0).
+    cities = {row["city"] for row in job.train_rows}
+    for e in accumulator.Histograms("embedding/city_embedding/row_norm"):
+        assert 0 < e.histogram_value.num <= len(cities)
+        assert e.histogram_value.min > 0
 
 
 def test_evaluation_scalars_equal_the_metrics_files(job, no_tensorboard_warnings):
