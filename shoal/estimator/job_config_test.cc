@@ -399,6 +399,7 @@ TEST(JobConfigTest, FullConfigRoundTrips) {
   EXPECT_EQ(c.run.sync_replicas, 3);
   EXPECT_EQ(c.run.evict_unseen_steps, 50);
   EXPECT_EQ(c.run.checkpoint_hold_timeout_secs, 3);
+  EXPECT_EQ(c.run.save_histograms_steps, 9);
   EXPECT_EQ(c.eval.exporters[1].type, "latest");
 }
 
