@@ -499,7 +499,9 @@ def test_string_labels_in_files_through_label_vocabulary(tmp_path):
     assert est.evaluate(input_fn(1))["auc"] > 0.7
     df.loc[5, "label"] = "maybe"
     df.to_csv(tmp_path / "d.csv", index=False)
-    with pytest.raises(ValueError, match="row 5: 'maybe' is not in label_vocabulary"):
+    # A bad record: the file and line (row 5 is line 7, after the header) and the value.
+    with pytest.raises(ValueError, match="d.csv:7: label column 'label': 'maybe' is not in "
+                                         "label_vocabulary"):
         est.train(input_fn(1))
 
 
