@@ -260,9 +260,10 @@ absl::Status CsvParser::Parse(absl::string_view record, RawBatch* batch) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> SplitCsvLine(absl::string_view line, char delimiter) {
+absl::StatusOr<std::vector<std::string>> SplitCsvLine(absl::string_view line, char delimiter,
+                                                      bool skip_initial_space) {
   std::vector<std::string> fields;
-  FieldSplitter splitter(line, delimiter);
+  FieldSplitter splitter(line, delimiter, skip_initial_space);
   std::string scratch;
   while (!splitter.done()) {
     absl::string_view field;

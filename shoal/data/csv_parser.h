@@ -79,8 +79,10 @@ class CsvParser final : public RecordParser {
   const std::vector<DefaultValue> defaults_;  // one per column
 };
 
-// The fields of one line, quotes removed. For headers and tools; CsvParser::Parse does not use it.
-absl::StatusOr<std::vector<std::string>> SplitCsvLine(absl::string_view line, char delimiter);
+// The fields of one line, quotes removed (and with skip_initial_space, the spaces starting a
+// field), as CsvParser::Parse splits them. For headers and tools; Parse does not use it.
+absl::StatusOr<std::vector<std::string>> SplitCsvLine(absl::string_view line, char delimiter,
+                                                      bool skip_initial_space = false);
 
 // The column names on line 1 of `path` (whitespace around names removed). INVALID_ARGUMENT when
 // the file is empty, line 1 is blank, or a name is empty or repeated.

@@ -169,7 +169,7 @@ absl::Status InputParser::ParseLines(absl::Span<const absl::string_view> lines,
         fields = static_cast<int>(std::count(lines[i].begin(), lines[i].end(), '\t')) + 1;
       } else {
         absl::StatusOr<std::vector<std::string>> split =
-            SplitCsvLine(lines[i], signature_.delimiter);
+            SplitCsvLine(lines[i], signature_.delimiter, signature_.skip_initial_space);
         if (!split.ok()) return RowError(row, "", split.status().message());
         fields = static_cast<int>(split->size());
       }

@@ -192,11 +192,13 @@ run: {save_checkpoints_steps: 0, log_step_count_steps: 1000}
 
   // With the label (2 fields) and without (1 field); spaces after the comma and runs of spaces
   // between words as in training.
-  HttpResponse csv =
-      api.Handle("POST", "/v1/models/m:predict", "text/csv", "good  fine, no\nbad, yes\nfine\n");
+  HttpResponse csv = api.Handle("POST", "/v1/models/m:predict", "text/csv",
+                                "good  fine, no\nbad, yes\nfine\nawful, \"no, really\"\n");
   ASSERT_EQ(csv.status, 200) << csv.body;
   const json rows = json::parse(csv.body)["predictions"];
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), 4u);
+  // (The last line's label is quoted after the space: 2 fields, not 3.)
+  EXPECT_EQ(rows[3]["classes"], json::parse(R"(["no"])"));
   EXPECT_EQ(rows[0]["classes"], json::parse(R"(["yes"])"));
   EXPECT_EQ(rows[0]["class_ids"], json::parse("[1.0]"));
   EXPECT_EQ(rows[1]["classes"], json::parse(R"(["no"])"));
