@@ -21,7 +21,7 @@ class CliTest(unittest.TestCase):
     def test_unknown_subcommand_is_a_usage_error(self):
         out = run("frobnicate")
         self.assertEqual(out.returncode, 2)
-        self.assertEqual(out.stderr, "error: unknown command 'frobnicate'; commands: quickstart, inspect, convert, gen-data, train, evaluate, predict, export, run, launch, serve, doctor, version\n")
+        self.assertEqual(out.stderr, "error: unknown command 'frobnicate'; commands: quickstart, inspect, convert, gen-data, train, evaluate, predict, export, run, launch, serve, doctor, fs, version\n")
 
     def test_out_of_range_flag_is_a_usage_error(self):
         out = run("quickstart", "--epochs", "0")

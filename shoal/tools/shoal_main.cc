@@ -23,6 +23,7 @@
 #include "shoal/tools/cluster_commands.h"
 #include "shoal/tools/convert.h"
 #include "shoal/tools/doctor.h"
+#include "shoal/tools/fs_command.h"
 #include "shoal/tools/inspect.h"
 #include "shoal/tools/inspect_checkpoint.h"
 #include "shoal/tools/inspect_export.h"
@@ -380,6 +381,8 @@ int Main(int argc, char** argv) {
   DoctorOptions doctor;
   doctor.hdfs = *hdfs;
   AddDoctor(app, doctor, exit_code);
+  FsCommandFlags fs;
+  AddFsCommand(app, fs, DefaultFileSystems(), std::cout, std::cerr, exit_code);
   app.add_subcommand("version", "Print the version")->callback([] {
     std::printf("shoal %s\n", kVersion);
   });
