@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from shoal.spark import TFRecordWriteError, write_tfrecords
-from shoal.spark import example_encoder
+from shoal.spark import example_encoder, tfrecords
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -230,8 +230,30 @@ def test_a_destination_that_holds_anything_needs_overwrite(spark, tmp_path):
     assert (path / "part-00000.tfrecord").exists()  # nothing removed
     with pytest.raises(ValueError, match="mode must be"):
         write_tfrecords(frame(spark, schema, [[(6,)]]), str(tmp_path / "new"), mode="append")
-    with pytest.raises(ValueError, match="only local paths"):
-        write_tfrecords(frame(spark, schema, [[(6,)]]), "hdfs://nn:8020/x")
+    with pytest.raises(ValueError, match="mem:// is one process's memory"):
+        write_tfrecords(frame(spark, schema, [[(6,)]]), "mem://x")
+    with pytest.raises(ValueError, match="below the root"):
+        write_tfrecords(frame(spark, schema, [[(6,)]]), "file:///")
+    with pytest.raises(ValueError, match="the driver cannot find it: the shoal binary given as "
+                                         "shoal_binary is not usable"):
+        write_tfrecords(frame(spark, schema, [[(6,)]]), "hdfs://nn:8020/x",
+                        shoal_binary=str(tmp_path / "nope"))
+
+
+def test_destination_paths_and_the_hdfs_settings_the_tasks_get(tmp_path):
+    assert tfrecords.destination_path(str(tmp_path / "a")) == str(tmp_path / "a")
+    assert tfrecords.destination_path(f"file://{tmp_path}/a") == str(tmp_path / "a")
+    assert tfrecords.destination_path("hdfs://nn:8020/a/b//") == "hdfs://nn:8020/a/b"
+    for bad in ("", None, "file://", "/", "hdfs://nn:8020", "hdfs://nn:8020/", "webhdfs://nn/"):
+        with pytest.raises(ValueError):
+            tfrecords.destination_path(bad)
+    user = tfrecords.hdfs_environment({})["HADOOP_USER_NAME"]
+    assert user and user == subprocess.run(["id", "-un"], capture_output=True, text=True,
+                                           check=True).stdout.strip()
+    assert tfrecords.hdfs_environment(
+        {"HADOOP_USER_NAME": "alice", "SHOAL_HDFS_HTTP_PORTS": "8020:50070", "PATH": "/bin",
+         "SHOAL_WEBHDFS_PORT": ""}) == {"HADOOP_USER_NAME": "alice",
+                                         "SHOAL_HDFS_HTTP_PORTS": "8020:50070"}
 
 
 def test_a_null_inside_an_array_fails_the_write_and_leaves_no_part(spark, tmp_path):
