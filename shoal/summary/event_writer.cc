@@ -41,6 +41,82 @@ float ToFloat32(double v) {
 // Microseconds, as TensorFlow stamps events; dividing the integer keeps whole seconds exact.
 double UnixSeconds(absl::Time t) { return static_cast<double>(absl::ToUnixMicros(t)) / 1e6; }
 
+// An Event at `step` holding one Summary.Value per item (its tag, then `fill`), after checking
+// the tags: none empty, none twice (INVALID_ARGUMENT naming the step and `path`).
+template <typename Item, typename Fill>
+absl::StatusOr<proto::Event> SummaryEvent(int64_t step, absl::Span<const Item> items,
+                                          absl::string_view path, Fill fill) {
+  proto::Event event;
+  event.set_step(step);
+  proto::Summary* summary = event.mutable_summary();
+  absl::flat_hash_set<absl::string_view> tags;
+  for (const Item& item : items) {
+    if (item.tag.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("empty summary tag at step ", step, " for ", path));
+    }
+    if (!tags.insert(item.tag).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("summary tag '", item.tag, "' given twice at step ", step, " for ", path));
+    }
+    proto::Summary::Value* value = summary->add_value();
+    value->set_tag(item.tag.data(), item.tag.size());
+    fill(item, value);
+  }
+  return event;
+}
+
+// TensorFlow's default histogram bucket limits (tensorflow/core/lib/histogram): 1e-12 growing by
+// 10% to 1e20, mirrored below 0, with 0 and +-DBL_MAX.
+const std::vector<double>& DefaultBucketLimits() {
+  static const std::vector<double>* const kLimits = [] {
+    std::vector<double> positive;
+    for (double v = 1.0e-12; v < 1.0e20; v *= 1.1) positive.push_back(v);
+    positive.push_back(std::numeric_limits<double>::max());
+    auto* limits = new std::vector<double>;
+    for (auto it = positive.rbegin(); it != positive.rend(); ++it) limits->push_back(-*it);
+    limits->push_back(0.0);
+    limits->insert(limits->end(), positive.begin(), positive.end());
+    return limits;
+  }();
+  return *kLimits;
+}
+
+void FillHistogram(absl::Span<const float> values, proto::HistogramProto* histogram) {
+  const std::vector<double>& limits = DefaultBucketLimits();
+  std::vector<double> counts(limits.size(), 0.0);
+  double min = std::numeric_limits<double>::max();
+  double max = std::numeric_limits<double>::lowest();
+  double num = 0;
+  double sum = 0;
+  double sum_squares = 0;
+  for (const float f : values) {
+    if (!std::isfinite(f)) continue;
+    const double v = f;
+    const size_t b =
+        static_cast<size_t>(std::upper_bound(limits.begin(), limits.end(), v) - limits.begin());
+    counts[std::min(b, limits.size() - 1)] += 1;
+    min = std::min(min, v);
+    max = std::max(max, v);
+    num += 1;
+    sum += v;
+    sum_squares += v * v;
+  }
+  histogram->set_min(num > 0 ? min : 0.0);
+  histogram->set_max(num > 0 ? max : 0.0);
+  histogram->set_num(num);
+  histogram->set_sum(sum);
+  histogram->set_sum_squares(sum_squares);
+  // Non-empty buckets, each with the empty one before it (so that its left edge is known).
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const bool next_full = i + 1 < counts.size() && counts[i + 1] > 0;
+    if (counts[i] > 0 || next_full) {
+      histogram->add_bucket_limit(limits[i]);
+      histogram->add_bucket(counts[i]);
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EventWriter>> EventWriter::Create(
@@ -100,103 +176,24 @@ absl::Status EventWriter::AddScalar(absl::string_view tag, double value, int64_t
 
 absl::Status EventWriter::AddScalars(int64_t step, absl::Span<const ScalarValue> values) {
   if (values.empty()) return absl::OkStatus();
-  proto::Event event;
-  event.set_step(step);
-  proto::Summary* summary = event.mutable_summary();
-  absl::flat_hash_set<absl::string_view> tags;
-  for (const ScalarValue& scalar : values) {
-    if (scalar.tag.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("empty summary tag at step ", step, " for ", path_));
-    }
-    if (!tags.insert(scalar.tag).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "summary tag '", scalar.tag, "' given twice at step ", step, " for ", path_));
-    }
-    proto::Summary::Value* value = summary->add_value();
-    value->set_tag(scalar.tag.data(), scalar.tag.size());
-    value->set_simple_value(ToFloat32(scalar.value));
-  }
+  ASSIGN_OR_RETURN(
+      proto::Event event,
+      SummaryEvent(step, values, path_, [](const ScalarValue& scalar, proto::Summary::Value* v) {
+        v->set_simple_value(ToFloat32(scalar.value));
+      }));
   MutexLock lock(&mu_);
   // Stamped under the lock, so wall times never decrease along the file.
   event.set_wall_time(UnixSeconds(clock_()));
   return WriteRecord(event.SerializeAsString());
 }
 
-namespace {
-
-// TensorFlow's default histogram bucket limits (tensorflow/core/lib/histogram): 1e-12 growing by
-// 10% to 1e20, mirrored below 0, with 0 and +-DBL_MAX.
-const std::vector<double>& DefaultBucketLimits() {
-  static const std::vector<double>* const kLimits = [] {
-    std::vector<double> positive;
-    for (double v = 1.0e-12; v < 1.0e20; v *= 1.1) positive.push_back(v);
-    positive.push_back(std::numeric_limits<double>::max());
-    auto* limits = new std::vector<double>;
-    for (auto it = positive.rbegin(); it != positive.rend(); ++it) limits->push_back(-*it);
-    limits->push_back(0.0);
-    limits->insert(limits->end(), positive.begin(), positive.end());
-    return limits;
-  }();
-  return *kLimits;
-}
-
-void FillHistogram(absl::Span<const float> values, proto::HistogramProto* histogram) {
-  const std::vector<double>& limits = DefaultBucketLimits();
-  std::vector<double> counts(limits.size(), 0.0);
-  double min = std::numeric_limits<double>::max();
-  double max = std::numeric_limits<double>::lowest();
-  double num = 0;
-  double sum = 0;
-  double sum_squares = 0;
-  for (const float f : values) {
-    if (!std::isfinite(f)) continue;
-    const double v = f;
-    const size_t b =
-        static_cast<size_t>(std::upper_bound(limits.begin(), limits.end(), v) - limits.begin());
-    counts[std::min(b, limits.size() - 1)] += 1;
-    min = std::min(min, v);
-    max = std::max(max, v);
-    num += 1;
-    sum += v;
-    sum_squares += v * v;
-  }
-  histogram->set_min(num > 0 ? min : 0.0);
-  histogram->set_max(num > 0 ? max : 0.0);
-  histogram->set_num(num);
-  histogram->set_sum(sum);
-  histogram->set_sum_squares(sum_squares);
-  // Non-empty buckets, each with the empty one before it (so that its left edge is known).
-  for (size_t i = 0; i < counts.size(); ++i) {
-    const bool next_full = i + 1 < counts.size() && counts[i + 1] > 0;
-    if (counts[i] > 0 || next_full) {
-      histogram->add_bucket_limit(limits[i]);
-      histogram->add_bucket(counts[i]);
-    }
-  }
-}
-
-}  // namespace
-
 absl::Status EventWriter::AddHistograms(int64_t step, absl::Span<const HistogramValue> histograms) {
   if (histograms.empty()) return absl::OkStatus();
-  proto::Event event;
-  event.set_step(step);
-  proto::Summary* summary = event.mutable_summary();
-  absl::flat_hash_set<absl::string_view> tags;
-  for (const HistogramValue& h : histograms) {
-    if (h.tag.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("empty summary tag at step ", step, " for ", path_));
-    }
-    if (!tags.insert(h.tag).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("summary tag '", h.tag, "' given twice at step ", step, " for ", path_));
-    }
-    proto::Summary::Value* value = summary->add_value();
-    value->set_tag(h.tag.data(), h.tag.size());
-    FillHistogram(h.values, value->mutable_histo());
-  }
+  ASSIGN_OR_RETURN(
+      proto::Event event,
+      SummaryEvent(step, histograms, path_, [](const HistogramValue& h, proto::Summary::Value* v) {
+        FillHistogram(h.values, v->mutable_histo());
+      }));
   MutexLock lock(&mu_);
   event.set_wall_time(UnixSeconds(clock_()));
   return WriteRecord(event.SerializeAsString());

@@ -13,6 +13,8 @@ from collections import namedtuple
 
 import pytest
 
+from hdfs_job_test import minicluster
+
 USER = "mover"  # not the HDFS superuser: permissions apply
 
 Cluster = namedtuple("Cluster", "uri env")
@@ -20,16 +22,8 @@ Cluster = namedtuple("Cluster", "uri env")
 
 @pytest.fixture(scope="module")
 def cluster():
-    ready = os.environ.get("SHOAL_TEST_HDFS_READY_FILE")
-    if not ready or not os.path.exists(ready):
-        pytest.fail("set SHOAL_TEST_HDFS_READY_FILE to the ready file of "
-                    "scripts/hdfs-minicluster.sh (ctest's hdfs_minicluster fixture does)")
-    with open(ready) as f:
-        address, http = f.read().split()
-    rpc = int(address.split(":")[1])
-    env = {**os.environ, "SHOAL_HDFS_HTTP_PORTS": f"{rpc}:{http}", "HADOOP_USER_NAME": USER}
-    env.pop("SHOAL_WEBHDFS_PORT", None)
-    return Cluster(f"hdfs://127.0.0.1:{rpc}/shoal-fs-{os.getpid()}", env)
+    hdfs = minicluster(USER)
+    return Cluster(f"hdfs://127.0.0.1:{hdfs.rpc_port}/shoal-fs-{os.getpid()}", hdfs.env)
 
 
 @pytest.fixture(scope="module")

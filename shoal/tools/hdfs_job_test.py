@@ -82,8 +82,9 @@ class WebHdfs:
 Cluster = namedtuple("Cluster", "rpc_port http_port env")
 
 
-@pytest.fixture(scope="module")
-def cluster():
+def minicluster(user):
+    """The hdfs_minicluster fixture's cluster, with the environment that makes shoal reach it as
+    `user` (fs_hdfs_test.py uses it too)."""
     ready = os.environ.get("SHOAL_TEST_HDFS_READY_FILE")
     if not ready or not os.path.exists(ready):
         pytest.fail("set SHOAL_TEST_HDFS_READY_FILE to the ready file of "
@@ -91,9 +92,14 @@ def cluster():
     with open(ready) as f:
         address, http = f.read().split()
     rpc = int(address.split(":")[1])
-    env = {**os.environ, "SHOAL_HDFS_HTTP_PORTS": f"{rpc}:{http}", "HADOOP_USER_NAME": USER}
+    env = {**os.environ, "SHOAL_HDFS_HTTP_PORTS": f"{rpc}:{http}", "HADOOP_USER_NAME": user}
     env.pop("SHOAL_WEBHDFS_PORT", None)
     return Cluster(rpc, int(http), env)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    return minicluster(USER)
 
 
 @pytest.fixture(scope="module")

@@ -143,7 +143,7 @@ input:
     files: [{data}]
     format: csv
     header: true
-    schema:
+    schema: &columns
       - {{name: y}}
       - {{name: ids, type: int64, list_separator: " "}}
       - {{name: w, list_separator: " "}}
@@ -153,10 +153,7 @@ input:
     files: [{data}]
     format: csv
     header: true
-    schema:
-      - {{name: y}}
-      - {{name: ids, type: int64, list_separator: " "}}
-      - {{name: w, list_separator: " "}}
+    schema: *columns
     batch_size: 500
 """
 
