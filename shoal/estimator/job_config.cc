@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "shoal/base/status.h"
 #include "shoal/estimator/yaml_reader.h"
 #include "shoal/io/file_util.h"
@@ -210,7 +211,53 @@ absl::Status ParseFeatures(const Ctx& ctx, const Node& node, FeatureColumns* f) 
   return r.Finish();
 }
 
-absl::Status ParseModel(MapReader& r, ModelConfig* m) {
+// A YAML node as JSON: a quoted scalar is a string; a plain one a bool, an integer, a number,
+// null or else a string.
+nlohmann::json YamlToJson(const Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& kv : node) out[kv.first.as<std::string>()] = YamlToJson(kv.second);
+    return out;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : node) out.push_back(YamlToJson(item));
+    return out;
+  }
+  if (!node.IsScalar()) return nullptr;
+  const std::string& text = node.Scalar();
+  if (node.Tag() == "!") return text;
+  if (text == "true") return true;
+  if (text == "false") return false;
+  if (text == "~" || text == "null") return nullptr;
+  int64_t i = 0;
+  if (absl::SimpleAtoi(text, &i)) return i;
+  double d = 0;
+  if (absl::SimpleAtod(text, &d)) return d;
+  return text;
+}
+
+// model.graph: an inline mapping (kept as JSON text) or the path of a JSON file (read by
+// LoadJobConfig). The graph itself is validated when the model runs (GraphModel).
+absl::Status ParseGraphKey(const Ctx& ctx, MapReader& r, ModelConfig* m) {
+  if (!r.Has("graph")) {
+    if (m->type == "graph") return r.ErrorAt("type", "a graph model needs model.graph");
+    return absl::OkStatus();
+  }
+  if (m->type != "graph") return r.ErrorAt("graph", "only a model of type graph has a graph");
+  const Node node = r.Get("graph");
+  if (node.IsMap()) {
+    m->graph = YamlToJson(node).dump();
+    if (m->graph.size() > (size_t{64} << 20)) return r.ErrorAt("graph", "above 64 MiB");
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(r.Read("graph", &m->graph_file));
+  if (m->graph_file.empty()) return r.ErrorAt("graph", "must not be empty");
+  m->graph_file = ResolvePath(ctx, node, m->graph_file);
+  return absl::OkStatus();
+}
+
+absl::Status ParseModel(const Ctx& ctx, MapReader& r, ModelConfig* m) {
   RETURN_IF_ERROR(r.Require("type").status());
   // Any name: plugins register more models than the built-in linear, dnn, wide_deep and deepfm.
   // An unknown one is reported when the model is looked up (EstimatorConfigFromJob, job.h).
@@ -221,13 +268,14 @@ absl::Status ParseModel(MapReader& r, ModelConfig* m) {
     return r.ErrorAt("num_classes", "a binary head has 2 classes (use head: multiclass)");
   }
   RETURN_IF_ERROR(r.Read("hidden_units", &m->hidden_units, 1));
-  if (m->type != "linear" && m->hidden_units.empty()) {
+  if (m->type != "linear" && m->type != "graph" && m->hidden_units.empty()) {
     return r.ErrorAt("hidden_units", absl::StrCat("a ", m->type, " model needs hidden layers"));
   }
   RETURN_IF_ERROR(r.ReadEnum("activation", &m->activation, {"relu", "tanh", "sigmoid"}));
   RETURN_IF_ERROR(r.Read("dropout", &m->dropout));
   if (m->dropout < 0 || m->dropout >= 1) return r.ErrorAt("dropout", "must be in [0, 1)");
   RETURN_IF_ERROR(r.Read("batch_norm", &m->batch_norm));
+  RETURN_IF_ERROR(ParseGraphKey(ctx, r, m));
   return r.Finish();
 }
 
@@ -475,7 +523,7 @@ absl::StatusOr<JobConfig> Convert(Ctx& ctx, const Node& root) {
   RETURN_IF_ERROR(ParseFeatures(ctx, features, &config.features));
   ASSIGN_OR_RETURN(const Node model_node, r.Require("model"));
   ASSIGN_OR_RETURN(MapReader model, MapReader::Create(ctx.src, model_node, "model"));
-  RETURN_IF_ERROR(ParseModel(model, &config.model));
+  RETURN_IF_ERROR(ParseModel(ctx, model, &config.model));
   RETURN_IF_ERROR(ParseOptimizer(ctx, r.Get("optimizer"), "optimizer", &config.optimizer));
   RETURN_IF_ERROR(
       ParseOptimizer(ctx, r.Get("wide_optimizer"), "wide_optimizer", &config.wide_optimizer));
@@ -565,7 +613,14 @@ absl::StatusOr<JobConfig> LoadJobConfig(FileSystems& fs, absl::string_view path,
   ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(full));
   ASSIGN_OR_RETURN(const std::string text, ReadFileToString(*file_system, full),
                    "reading config file ", full);
-  return ParseJobConfig(text, full, overrides);
+  ASSIGN_OR_RETURN(JobConfig config, ParseJobConfig(text, full, overrides));
+  if (!config.model.graph_file.empty()) {
+    const std::string& file = config.model.graph_file;
+    ASSIGN_OR_RETURN(FileSystem * graph_fs, fs.For(file));
+    ASSIGN_OR_RETURN(config.model.graph, ReadFileToString(*graph_fs, file), "reading model.graph ",
+                     file);
+  }
+  return config;
 }
 
 }  // namespace shoal

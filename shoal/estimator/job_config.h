@@ -66,13 +66,18 @@ struct InputConfig {
 };
 
 struct ModelConfig {
-  std::string type;                           // linear | dnn | wide_deep | deepfm (required)
+  std::string type;  // linear | dnn | wide_deep | deepfm | graph, or a plugin's (required)
   std::string head = "binary";                // binary | multiclass | regression
   int num_classes = 2;                        // >= 2; must be 2 for a binary head
   std::vector<int64_t> hidden_units{64, 32};  // dnn, wide_deep, deepfm: each >= 1, not empty
   std::string activation = "relu";            // relu | tanh | sigmoid
   float dropout = 0;                          // in [0, 1): drop probability in training
   bool batch_norm = false;
+  // type graph: the model_fn traced by the Python package, as JSON text (docs/formats.md,
+  // "Traced graph"). YAML gives it inline (a mapping) or as the path of a JSON file, read by
+  // LoadJobConfig; JobConfigToYaml writes it inline, so a config is self-contained.
+  std::string graph;
+  std::string graph_file;  // the file it came from, resolved; "" when inline
 };
 
 // TF's warm_start_from: a new model (no checkpoint in its model_dir yet) starts from another

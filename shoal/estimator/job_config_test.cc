@@ -438,5 +438,40 @@ TEST(JobConfigTest, LoadReadsThroughFileSystemsAndNamesAMissingFile) {
   EXPECT_THAT(missing.status().message(), HasSubstr("mem://cfg/nope.yaml"));
 }
 
+TEST(JobConfigTest, GraphModelsCarryTheirGraphInlineOrFromAFile) {
+  const std::string inline_graph =
+      Replace("  type: wide_deep\n  hidden_units: [8]\n",
+              "  type: graph\n  graph: {version: 1, modes: {train: {nodes: [{op: const, shape: [], "
+              "values: [1.5], where: \"m.py:3\"}], loss: 0}}, name: \"007\"}\n");
+  absl::StatusOr<JobConfig> config = Parse(inline_graph);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model.graph,
+            R"({"modes":{"train":{"loss":0,"nodes":[{"op":"const","shape":[],"values":[1.5],)"
+            R"("where":"m.py:3"}]}},"name":"007","version":1})");
+  // Written inline (a quoted "007" stays a string), and read back the same.
+  absl::StatusOr<JobConfig> again = ParseJobConfig(JobConfigToYaml(*config), "/cfg/job.yaml", {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->model.graph, config->model.graph);
+
+  // From a file beside the config.
+  FileSystems& fs = DefaultFileSystems();
+  FileSystem* mem = fs.For("mem://").value();
+  ASSERT_TRUE(mem->RecursivelyCreateDir("mem://graphcfg").ok());
+  ASSERT_TRUE(WriteStringToFile(*mem, "mem://graphcfg/graph.json", R"({"version": 1})").ok());
+  ASSERT_TRUE(WriteStringToFile(*mem, "mem://graphcfg/job.yaml",
+                                Replace("  type: wide_deep\n  hidden_units: [8]\n",
+                                        "  type: graph\n  graph: graph.json\n"))
+                  .ok());
+  config = LoadJobConfig(fs, "mem://graphcfg/job.yaml", {});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model.graph_file, "mem://graphcfg/graph.json");
+  EXPECT_EQ(config->model.graph, R"({"version": 1})");
+
+  EXPECT_THAT(ErrorOf(Replace("  type: wide_deep\n", "  type: graph\n")),
+              HasSubstr("model.type: a graph model needs model.graph"));
+  EXPECT_THAT(ErrorOf(Replace("  hidden_units: [8]\n", "  hidden_units: [8]\n  graph: g.json\n")),
+              HasSubstr("model.graph: only a model of type graph has a graph"));
+}
+
 }  // namespace
 }  // namespace shoal

@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "nlohmann/json.hpp"
 #include "shoal/estimator/job_config.h"
 #include "yaml-cpp/yaml.h"
 
@@ -71,6 +72,13 @@ class Writer {
     for (const std::string& v : values) Str(v);
     out_ << YAML::EndSeq;
   }
+  // A JSON value as a YAML flow node: strings double-quoted (ParseJobConfig reads a quoted
+  // scalar as a string, a plain one as a number or bool), numbers in JSON's round-trip form.
+  void Json(absl::string_view key, const nlohmann::json& value) {
+    Key(key);
+    out_ << YAML::Flow;
+    JsonValue(value);
+  }
   template <typename T, typename Format>
   void List(absl::string_view key, const std::vector<T>& values, Format format) {
     Key(key);
@@ -80,6 +88,27 @@ class Writer {
   }
 
  private:
+  void JsonValue(const nlohmann::json& value) {
+    if (value.is_object()) {
+      out_ << YAML::BeginMap;
+      for (const auto& [k, v] : value.items()) {
+        out_ << YAML::Key << YAML::DoubleQuoted << k << YAML::Value;
+        JsonValue(v);
+      }
+      out_ << YAML::EndMap;
+    } else if (value.is_array()) {
+      out_ << YAML::BeginSeq;
+      for (const nlohmann::json& v : value) JsonValue(v);
+      out_ << YAML::EndSeq;
+    } else if (value.is_string()) {
+      out_ << YAML::DoubleQuoted << value.get<std::string>();
+    } else if (value.is_null()) {
+      out_ << "~";
+    } else {
+      out_ << value.dump();  // numbers and booleans
+    }
+  }
+
   YAML::Emitter out_;
 };
 
@@ -290,6 +319,10 @@ std::string JobConfigToYaml(const JobConfig& c) {
   w.Str("activation", m.activation);
   w.Float("dropout", m.dropout);
   w.Bool("batch_norm", m.batch_norm);
+  if (!m.graph.empty()) {
+    // The graph was validated JSON when it was read; written inline whatever its source.
+    w.Json("graph", nlohmann::json::parse(m.graph, nullptr, /*allow_exceptions=*/false));
+  }
   w.EndMap();
 
   if (m.type != "linear") WriteOptimizer(w, "optimizer", c.optimizer);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
+#include "shoal/estimator/graph_model.h"
 #include "shoal/estimator/heads.h"
 #include "shoal/nn/batch_norm.h"
 #include "shoal/nn/dense.h"
@@ -218,6 +219,7 @@ absl::Status RegisterBuiltinModels(ModelRegistry* registry) {
   RETURN_IF_ERROR(registry->Register("dnn", DnnModel));
   RETURN_IF_ERROR(registry->Register("wide_deep", WideDeepModel));
   RETURN_IF_ERROR(registry->Register("deepfm", DeepFmModel));
+  RETURN_IF_ERROR(registry->Register("graph", GraphModel));
   return absl::OkStatus();
 }
 

@@ -360,21 +360,20 @@ Var Reduce(ReduceOp op, const Var& x, std::vector<int> axes_in, bool keep_dims) 
   }
   out = std::move(out).Reshaped(final_shape);
   const float scale = op == ReduceOp::kMean && count > 0 ? 1.0f / static_cast<float>(count) : 1.0f;
-  return MakeOpNode(
-      "Reduce", std::move(out), {x},
-      [op, identity, to_out, scale, arg = std::move(arg)](Node& self) {
-        Node& x = *self.inputs[0];
-        const float* g = self.grad.data();
-        float* dx = GradBuffer(x).data();
-        if (op == ReduceOp::kMax || op == ReduceOp::kMin) {
-          for (size_t k = 0; k < arg.size(); ++k) {
-            if (arg[k] >= 0) dx[arg[k]] += g[k];
-          }
-          return;
-        }
-        ForEachIndex(x.value.shape(), identity, to_out,
-                     [&](int64_t, int64_t i, int64_t k) { dx[i] += g[k] * scale; });
-      });
+  return MakeOpNode("Reduce", std::move(out), {x},
+                    [op, identity, to_out, scale, arg = std::move(arg)](Node& self) {
+                      Node& x = *self.inputs[0];
+                      const float* g = self.grad.data();
+                      float* dx = GradBuffer(x).data();
+                      if (op == ReduceOp::kMax || op == ReduceOp::kMin) {
+                        for (size_t k = 0; k < arg.size(); ++k) {
+                          if (arg[k] >= 0) dx[arg[k]] += g[k];
+                        }
+                        return;
+                      }
+                      ForEachIndex(x.value.shape(), identity, to_out,
+                                   [&](int64_t, int64_t i, int64_t k) { dx[i] += g[k] * scale; });
+                    });
 }
 
 Var ArgMax(const Var& x) {
@@ -475,19 +474,18 @@ Var SoftmaxCrossEntropyRows(const Var& labels, const Var& logits) {
   for (int64_t r = 0; r < x.rows(); ++r) {
     out[r] = (z.row(r).array() * (lse(r) - x.row(r).array())).sum();
   }
-  return MakeOpNode("SoftmaxCrossEntropyRows", std::move(out), {labels, logits},
-                    [p = std::move(p)](Node& self) {
-                      Node& z = *self.inputs[0];
-                      Node& x = *self.inputs[1];
-                      if (!x.requires_grad) return;
-                      const ConstMatrixMap zm = std::as_const(z.value).matrix();
-                      MatrixMap dx = GradBuffer(x).matrix();
-                      for (int64_t r = 0; r < dx.rows(); ++r) {
-                        const float g = self.grad[r];
-                        dx.row(r).array() +=
-                            g * (p.row(r).array() * zm.row(r).sum() - zm.row(r).array());
-                      }
-                    });
+  return MakeOpNode(
+      "SoftmaxCrossEntropyRows", std::move(out), {labels, logits}, [p = std::move(p)](Node& self) {
+        Node& z = *self.inputs[0];
+        Node& x = *self.inputs[1];
+        if (!x.requires_grad) return;
+        const ConstMatrixMap zm = std::as_const(z.value).matrix();
+        MatrixMap dx = GradBuffer(x).matrix();
+        for (int64_t r = 0; r < dx.rows(); ++r) {
+          const float g = self.grad[r];
+          dx.row(r).array() += g * (p.row(r).array() * zm.row(r).sum() - zm.row(r).array());
+        }
+      });
 }
 
 Var SparseSoftmaxCrossEntropyRows(const Var& ids, const Var& logits) {
@@ -640,20 +638,21 @@ Var Gather(const Var& params, const Var& ids) {
   Tensor out(shape);
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i] = IdOf(ids->value[static_cast<int64_t>(i)]);
-    CHECK(rows[i] >= 0 && rows[i] < vocab) << "Gather: id " << rows[i] << " not in [0, " << vocab
-                                           << ")";
+    CHECK(rows[i] >= 0 && rows[i] < vocab)
+        << "Gather: id " << rows[i] << " not in [0, " << vocab << ")";
     std::copy_n(params->value.data() + rows[i] * width, width,
                 out.data() + static_cast<int64_t>(i) * width);
   }
-  return MakeOpNode("Gather", std::move(out), {params}, [rows = std::move(rows), width](Node& self) {
-    float* dp = GradBuffer(*self.inputs[0]).data();
-    const float* g = self.grad.data();
-    for (size_t i = 0; i < rows.size(); ++i) {
-      for (int64_t j = 0; j < width; ++j) {
-        dp[rows[i] * width + j] += g[static_cast<int64_t>(i) * width + j];
-      }
-    }
-  });
+  return MakeOpNode("Gather", std::move(out), {params},
+                    [rows = std::move(rows), width](Node& self) {
+                      float* dp = GradBuffer(*self.inputs[0]).data();
+                      const float* g = self.grad.data();
+                      for (size_t i = 0; i < rows.size(); ++i) {
+                        for (int64_t j = 0; j < width; ++j) {
+                          dp[rows[i] * width + j] += g[static_cast<int64_t>(i) * width + j];
+                        }
+                      }
+                    });
 }
 
 }  // namespace shoal::nn

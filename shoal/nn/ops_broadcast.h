@@ -28,8 +28,8 @@ enum class BinaryOp {
   kSub,
   kMul,
   kDiv,
-  kMaximum,  // the gradient goes to a where a >= b, else to b
-  kMinimum,  // the gradient goes to a where a <= b, else to b
+  kMaximum,            // the gradient goes to a where a >= b, else to b
+  kMinimum,            // the gradient goes to a where a <= b, else to b
   kSquaredDifference,  // (a - b)^2
 };
 Var Binary(BinaryOp op, const Var& a, const Var& b);

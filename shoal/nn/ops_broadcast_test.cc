@@ -128,7 +128,8 @@ TEST(CrossEntropyTest, SoftmaxRowsDenseAndSparseAgree) {
   for (int64_t r = 0; r < 3; ++r) {
     float lse = 0;
     for (int64_t c = 0; c < 4; ++c) lse += std::exp(x->value.at(r, c));
-    EXPECT_NEAR(sparse->value[r], std::log(lse) - x->value.at(r, static_cast<int64_t>(ids->value[r])), 1e-5f);
+    EXPECT_NEAR(sparse->value[r],
+                std::log(lse) - x->value.at(r, static_cast<int64_t>(ids->value[r])), 1e-5f);
     EXPECT_NEAR(dense->value[r], sparse->value[r], 1e-5f);
   }
   ExpectGradientsOk([&] { return RandomProjection(SoftmaxCrossEntropyRows(onehot, x)); }, {x});
