@@ -716,3 +716,38 @@ def make_parse_example_spec(feature_columns):
         else:
             spec[key] = VarLenFeature(dtypes.int64 if kind == "int64" else dtypes.string)
     return spec
+
+
+def input_layer(features, feature_columns, weight_collections=None, trainable=True,
+                cols_to_vars=None, cols_to_output_tensors=None):
+    """``tf.feature_column.input_layer`` inside a traced model_fn: the columns' dense values side
+    by side, [batch, total width], in TF's order (sorted by column name). The engine computes
+    the columns (numeric, indicator, embedding) in C++ as the canned estimators' do."""
+    from shoal.graph import core, ops
+    api = "tf.feature_column.input_layer"
+    trace = core.current(api)
+    columns = [feature_columns] if isinstance(feature_columns, FeatureColumn) else \
+        list(feature_columns)
+    if not columns:
+        raise ValueError(f"{api} ({core.user_line()}): feature_columns must not be empty")
+    pieces = []
+    for c in sorted(columns, key=lambda c: c.name):
+        if isinstance(c, BucketizedColumn):
+            c = IndicatorColumn(c)
+        if isinstance(c, NumericColumn):
+            pieces.append(trace.add("feature", [], [None, c.dimension], "float", api=api,
+                                    name=c.name, shape=[-1, c.dimension]))
+        elif isinstance(c, IndicatorColumn):
+            width = c.categorical_column.num_buckets
+            pieces.append(trace.add("feature", [], [None, width], "float", api=api, name=c.name,
+                                    shape=[-1, width]))
+        elif isinstance(c, EmbeddingColumn):
+            pieces.append(trace.add("embedding", [], [None, c.dimension], "float", api=api,
+                                    name=c.name))
+        else:
+            raise ValueError(
+                f"{api} ({core.user_line()}): Items of feature_columns must be a DenseColumn. "
+                f"You can wrap a categorical column with an embedding_column or "
+                f"indicator_column. Given: {c!r}")
+        trace.columns.append(c)
+    return pieces[0] if len(pieces) == 1 else ops.concat(pieces, axis=1)

@@ -45,9 +45,14 @@ class Optimizer:
     def get_name(self):
         return self._name
 
-    def minimize(self, *args, **kwargs):
-        raise NotImplementedError("Optimizer.minimize belongs to a custom model_fn, which shoal "
-                                  "does not run yet (docs/python.md)")
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1,
+                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
+                 grad_loss=None):
+        """Inside a traced model_fn: the train_op. The engine applies this optimizer's update
+        to every variable of the model (and increments the global step) each step."""
+        from shoal.graph.model import minimize
+        return minimize(self, loss, global_step, var_list, gate_gradients, aggregation_method,
+                        colocate_gradients_with_ops, name, grad_loss)
 
 
 class GradientDescentOptimizer(Optimizer):

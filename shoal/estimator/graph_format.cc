@@ -277,7 +277,9 @@ absl::Status ParseGraphJson(const Json& root, Graph* graph) {
     if (!modes.contains(kModeNames[m])) continue;
     RETURN_IF_ERROR(ParseMode(modes.at(kModeNames[m]), kModeNames[m], *graph, &graph->modes[m]));
   }
-  if (!graph->modes[0].present) return Bad("modes", "has no train mode");
+  if (!graph->modes[0].present && !graph->modes[1].present && !graph->modes[2].present) {
+    return Bad("modes", "has no mode (train, eval or infer)");
+  }
   return absl::OkStatus();
 }
 

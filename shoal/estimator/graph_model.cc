@@ -264,7 +264,7 @@ absl::StatusOr<nn::Var> Evaluate(const Graph& graph, const GraphNode& node, int 
     }
     return nn::Gather(in(0), in(1));
   }
-  if (op == "dropout") return nn::Dropout(in(0), node.rate, ctx.rng(), mode == Mode::kTrain);
+  if (op == "dropout") return nn::Dropout(in(0), node.rate, ctx.rng(), node.training);
   if (op == "sigmoid_ce" || op == "softmax_ce") {
     if (!in(0)->value.SameShape(in(1)->value)) {
       return fail(absl::StrCat("labels ", ShapeToString(in(0)->value.shape()), " and logits ",
@@ -322,7 +322,23 @@ std::function<std::unique_ptr<nn::Metric>()> MetricMaker(const GraphMetric& m) {
 
 absl::StatusOr<EstimatorSpec> RunGraph(const Graph& graph, ModelContext& ctx, const Tensor& labels,
                                        Mode mode) {
-  const GraphMode& g = graph.modes[static_cast<int>(mode)];
+  const GraphMode* chosen = &graph.modes[static_cast<int>(mode)];
+  if (!chosen->present && mode == Mode::kTrain) {
+    // The Estimator's recording pass runs TRAIN; a graph traced for evaluation or prediction
+    // only (as TF traces only the mode a call runs) declares its variables by every variable of
+    // the graph and the tables of the mode it has.
+    for (const GraphVariable& v : graph.variables) {
+      ctx.Variable(v.name, v.shape, v.initializer, v.group);
+    }
+    for (const GraphMode& other : graph.modes) {
+      if (other.present) {
+        chosen = &other;
+        break;
+      }
+    }
+    mode = chosen == &graph.modes[1] ? Mode::kEval : Mode::kPredict;
+  }
+  const GraphMode& g = *chosen;
   if (!g.present) {
     return absl::InvalidArgumentError(
         absl::StrCat("the traced model_fn has no ", ModeName(mode), " mode"));

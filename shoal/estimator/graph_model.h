@@ -53,9 +53,9 @@ struct GraphNode {
   bool transpose_a = false, transpose_b = false;  // matmul
   float rate = 0;                                 // dropout
   float momentum = 0.99f, epsilon = 1e-3f;        // batch_norm
-  bool training = false;                          // batch_norm
-  int64_t depth = 0;                              // one_hot
-  float on_value = 1, off_value = 0;              // one_hot
+  bool training = false;              // batch_norm: batch statistics; dropout: drop (in every mode)
+  int64_t depth = 0;                  // one_hot
+  float on_value = 1, off_value = 0;  // one_hot
 };
 
 struct GraphMetric {

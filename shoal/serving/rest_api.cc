@@ -192,7 +192,13 @@ HttpResponse RestApi::PredictResponse(const Predictor& predictor, absl::string_v
   }
   const Predictions& p = *predictions;
   json out;
-  if (columnar) {
+  // TF Serving's rule: a model with one output answers its values without the output's name.
+  const bool single = p.names.size() == 1 && p.classes.empty();
+  if (single) {
+    json rows = json::array();
+    for (int64_t r = 0; r < p.rows; ++r) rows.push_back(RowValues(p, 0, r));
+    out = {{columnar ? "outputs" : "predictions", std::move(rows)}};
+  } else if (columnar) {
     json outputs = json::object();
     for (size_t i = 0; i < p.names.size(); ++i) {
       json rows = json::array();

@@ -415,7 +415,7 @@ def test_an_unknown_model_type_lists_the_known_ones(shoal, tmp_path):
     job = write_job(tmp_path, tmp_path / "model")
     path, _, _ = write_edited_config(job, "type: wide_deep", "type: wide_and_deep")
     assert_fails(shoal("train", path), "model.type", "'wide_and_deep'",
-                 "known: deepfm, dnn, linear, wide_deep")
+                 "known: deepfm, dnn, graph, linear, wide_deep")
 
 
 @pytest.mark.parametrize("command", ["evaluate", "predict", "export"])

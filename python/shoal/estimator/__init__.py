@@ -34,6 +34,7 @@ from shoal.estimator.hooks import (CheckpointSaverListener, HookRunner, Listener
                                    SessionRunHook, SessionRunValues, StopAtStepHook)
 from shoal.estimator.inputs import TableInput
 from shoal.estimator.run_config import RunConfig
+from shoal.graph.model import EstimatorSpec  # noqa: F401 (tf.estimator.EstimatorSpec)
 
 __all__ = ["Estimator", "LinearClassifier", "LinearRegressor", "DNNClassifier", "DNNRegressor",
            "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor", "DeepFM", "RunConfig",
@@ -61,15 +62,6 @@ class ModeKeys:
     TRAIN = "train"
     EVAL = "eval"
     PREDICT = "infer"
-
-
-class EstimatorSpec:
-    """``tf.estimator.EstimatorSpec``: for a Python model_fn, which shoal does not run yet."""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            "a custom model_fn is not supported yet (it will be traced into a graph: docs/"
-            "python.md); use a canned estimator, or a C++ model plugin (docs/plugins.md)")
 
 
 # ---- optimizers ----
@@ -111,13 +103,19 @@ def _activation_name(activation_fn, where):
 # ---- the estimator ----
 
 class Estimator:
-    """``tf.estimator.Estimator``. A Python ``model_fn`` is not run yet (docs/python.md): the
-    canned estimators below derive from this class and describe their model to the engine."""
+    """``tf.estimator.Estimator``. A Python ``model_fn`` is traced once per mode into a graph the
+    engine runs each step (docs/python.md, "Porting a TF1 program"); the canned estimators below
+    derive from this class and describe their model to the engine directly."""
 
     def __init__(self, model_fn=None, model_dir=None, config=None, params=None,
                  warm_start_from=None):
-        if model_fn is not None or type(self) is Estimator:
-            EstimatorSpec()  # raises: explains what to use instead
+        if model_fn is None and type(self) is Estimator:
+            raise ValueError("model_fn must be provided to Estimator.")
+        if model_fn is not None and not callable(model_fn):
+            raise ValueError(f"model_fn must be callable, got {model_fn!r}")
+        self._model_fn = model_fn
+        self._traced = None
+        self._label_spec = None
         self._config = config if config is not None else RunConfig()
         if not isinstance(self._config, RunConfig):
             raise ValueError(f"config must be a tf.estimator.RunConfig, got {config!r}")
@@ -134,13 +132,47 @@ class Estimator:
         self.params = dict(params or {})
         self._warm_start_from = warm_start_from
 
-    # -- what a subclass describes --
+    # -- what a subclass describes (a model_fn's trace, for Estimator itself) --
     def _model_section(self):
-        raise NotImplementedError
+        traced = self._require_trace()
+        return {"type": "graph", "graph": traced.graph, "batch_norm": traced.batch_norm}
 
     def _feature_columns(self):
         """(linear columns, dnn columns)."""
-        raise NotImplementedError
+        traced = self._require_trace()
+        columns = list(traced.columns)
+        names = {c.name for c in columns}
+        for name, width in traced.dense_features.items():
+            if name not in names:
+                columns.append(fc.numeric_column(name, shape=(width,)))
+        return [], columns
+
+    def _require_trace(self):
+        if self._traced is None:
+            raise RuntimeError("the model_fn has not been traced yet (an input_fn gives the "
+                               "features it is traced on)")
+        return self._traced
+
+    def _trace(self, result, mode):
+        """Traces the model_fn on the features of ``result`` (an input as _input normalises it):
+        each call, as TF builds the graph each call."""
+        if self._model_fn is None:
+            return
+        from shoal.graph import trace_model_fn
+        features, label = graph_specs(result)
+        if label is not None:
+            self._label_spec = label
+        elif self._label_spec is None:
+            self._label_spec = _saved_label_spec(self._model_dir) or ("float", [None])
+        if not features:
+            raise ValueError("the input gives no features to trace the model_fn on")
+        modes = ("train", "eval", "infer") if getattr(self, "_trace_all_modes", False) else \
+            ({ModeKeys.TRAIN: "train", ModeKeys.EVAL: "eval"}.get(mode, "infer"),)
+        self._traced = trace_model_fn(self._model_fn, self.params, self._config, features,
+                                      self._label_spec, modes)
+        self._feature_specs = features
+        if mode == ModeKeys.TRAIN:
+            _save_graph(self._model_dir, self._traced, features, self._label_spec)
 
     _label_vocabulary = None
     _n_classes = 2
@@ -214,9 +246,12 @@ class Estimator:
             rows = len(np.asarray(next(iter(features.values()))))
             result = TableInput(features, labels, rows, None, False, name="input_fn")
         if isinstance(result, data.GeneratorDataset):
-            result = result.materialize(_generator_dir())
+            directory = getattr(self, "_generator_dir", None) or _generator_dir()
+            result = result.materialize(directory)
+            result.generated_in = directory
         if isinstance(result, data.TensorSliceDataset):
             result = result.table_input()
+        self._trace(result, mode)
         if isinstance(result, TableInput):
             if result.labels is None and mode != ModeKeys.PREDICT:
                 raise ValueError(f"{result.name}: no labels (y) to {mode} on")
@@ -327,11 +362,20 @@ class Estimator:
                 yield batch
                 continue
             rows = len(next(iter(batch.values())))
+            single = self._traced is not None and self._traced.single_output and \
+                predict_keys is None
             for i in range(rows):
-                yield {k: v[i] for k, v in batch.items()}
+                yield batch["output"][i] if single else {k: v[i] for k, v in batch.items()}
 
     def _complete_predictions(self, batch):
-        """Adds TF's canned keys the engine does not compute (probabilities, classes, ...)."""
+        """Adds TF's canned keys the engine does not compute (probabilities, classes, ...); a
+        traced model's outputs get their traced shapes back."""
+        if self._model_fn is not None:
+            ranks = self._traced.prediction_ranks
+            for name, values in batch.items():
+                if ranks.get(name) == 1 and values.ndim == 2 and values.shape[1] == 1:
+                    batch[name] = values[:, 0]
+            return batch
         if self._regression:
             return batch
         vocabulary = self._label_vocabulary or [str(i) for i in range(self._n_classes)]
@@ -357,6 +401,9 @@ class Estimator:
             raise NotImplementedError("assets_extra is not supported yet")
         if self.latest_checkpoint() is None:
             raise ValueError(f"Couldn't find trained model at {self._model_dir}.")
+        if self._model_fn is not None and (self._traced is None or
+                                           "infer" not in self._traced.graph["modes"]):
+            self._trace_for_export(serving_input_receiver_fn)
         layout = self._serving_layout(serving_input_receiver_fn)
         job = self._job(None)
         path = _core().export(job, layout, os.fspath(export_dir_base))
@@ -386,6 +433,31 @@ class Estimator:
         table = core.Table(columns)
         return core.Input(table, 1, 1, False, 0, False, False, "serving_input_receiver_fn")
 
+    def _trace_for_export(self, serving_input_receiver_fn):
+        """A model_fn not traced in this process: traced on the features it was trained on
+        (MODEL_DIR/graph.json), else on the serving receiver's."""
+        from shoal.graph import trace_model_fn
+        saved = _load_saved_graph(self._model_dir)
+        if getattr(self, "_feature_specs", None):
+            features = self._feature_specs
+        elif saved is not None:
+            features = {k: (v[0], v[1]) for k, v in saved["features"].items()}
+        elif serving_input_receiver_fn is not None:
+            receiver = serving_input_receiver_fn()
+            features = {}
+            for key, feature in (getattr(receiver, "feature_spec", None) or {}).items():
+                kind = "string" if fc.dtypes.is_string(feature.dtype) else \
+                    "int" if fc.dtypes.is_integer(feature.dtype) else "float"
+                shape = [None] + [int(d) for d in (feature.shape or ())]
+                features[key] = (kind, shape if len(shape) > 1 else [None])
+        else:
+            raise ValueError("export: the model_fn was not traced in this process and "
+                             f"{self._model_dir}/graph.json is missing: train first, or give a "
+                             "serving_input_receiver_fn")
+        label = self._label_spec or _saved_label_spec(self._model_dir) or ("float", [None])
+        self._traced = trace_model_fn(self._model_fn, self.params, self._config, features, label,
+                                      ("infer",))
+
     # -- checkpoints --
     def latest_checkpoint(self):
         path = _core().latest_checkpoint(self._model_dir)
@@ -408,7 +480,87 @@ class Estimator:
 
     # -- for train_and_evaluate --
     def _optimizer_sections(self):
+        if self._model_fn is None:
+            return {}
+        optimizer = self._require_trace().optimizer
+        if optimizer is not None:
+            return {"optimizer": optimizer.config()}
+        # Evaluation or prediction of a model_fn that calls minimize only in TRAIN: the
+        # optimizer it trained with (its slots are in the checkpoint).
+        saved = _load_saved_graph(self._model_dir)
+        if saved is not None and saved.get("optimizer"):
+            return {"optimizer": saved["optimizer"]}
         return {}
+
+
+_GRAPH_FILE = "graph.json"
+
+
+def graph_specs(result):
+    """(feature specs, label spec) of a normalised input: name -> (kind, shape), kind float, int
+    or string and shape with None for the batch, as a traced model_fn sees them."""
+    from shoal import data
+
+    def kind_of(array):
+        k = np.asarray(array).dtype.kind
+        return "string" if k in "OUS" else "int" if k in "iub" else "float"
+
+    if isinstance(result, TableInput):
+        features = {}
+        for name, values in result.features.items():
+            array = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+            features[name] = (kind_of(array), [None] + list(array.shape[1:]))
+        label = None
+        if result.labels is not None:
+            labels = result.labels
+            array = np.asarray(labels.to_numpy() if hasattr(labels, "to_numpy") else labels)
+            label = (kind_of(array), [None] + list(array.shape[1:]))
+        return features, label
+    if isinstance(result, data.Dataset):
+        kinds = {"int64": "int", "float": "float", "string": "string"}
+        shapes = getattr(result, "shapes", {}) or {}
+        features, label = {}, None
+        for name, kind, _ in result.schema or []:
+            shape = [None] + list(shapes.get(name, ()))
+            if name == result.label:
+                label = (kinds.get(kind, "float"), [None])
+            elif not name.startswith("_unused_"):
+                features[name] = (kinds.get(kind, "float"), shape)
+        return features, label
+    return {}, None
+
+
+def _save_graph(model_dir, traced, features, label):
+    """MODEL_DIR/graph.json: the traced graph with the features and labels it was traced on
+    (docs/formats.md, "Traced graph"), for a later export or prediction in another process."""
+    if "://" in model_dir:
+        return
+    os.makedirs(model_dir, exist_ok=True)
+    record = {"graph": traced.graph,
+              "features": {k: [v[0], list(v[1])] for k, v in features.items()},
+              "label": [label[0], list(label[1])] if label else None,
+              "optimizer": traced.optimizer.config() if traced.optimizer else None}
+    path = os.path.join(model_dir, _GRAPH_FILE)
+    staging = f"{path}.tmp-{os.getpid()}"  # the members of a cluster may write at once
+    with open(staging, "w", encoding="utf-8") as f:
+        json.dump(record, f)
+    os.replace(staging, path)
+
+
+def _load_saved_graph(model_dir):
+    path = os.path.join(model_dir, _GRAPH_FILE)
+    if "://" in model_dir or not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _saved_label_spec(model_dir):
+    saved = _load_saved_graph(model_dir)
+    if saved is None or not saved.get("label"):
+        return None
+    kind, shape = saved["label"]
+    return kind, list(shape)
 
 
 def _warm_patterns(vars_to_warm_start):
@@ -870,6 +1022,8 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
         raise TypeError(f"`eval_spec` must have type `tf.estimator.EvalSpec`, given "
                         f"{type(eval_spec)}")
     from shoal.estimator import cluster
+    # The job trains, evaluates and exports: a model_fn is traced in every mode.
+    estimator._trace_all_modes = True
     if estimator.config.cluster_spec:
         return cluster.run_member(estimator, train_spec, eval_spec)
     core = _core()

@@ -9,7 +9,10 @@ exporters), the evaluator evaluates each checkpoint and the final one, and every
 when the job ends. A killed member restarted with the same TF_CONFIG rejoins.
 
 Inputs must be files (tf.data datasets): an in-memory numpy/pandas input lives in one process
-and cannot be handed out as data tasks.
+and cannot be handed out as data tasks. A ``from_generator`` of text lines is written under
+MODEL_DIR/inputs/ (which every member sees: the model_dir is shared), and the chief hands the
+chief's file out as data tasks: the generator's lines are the data set, read exactly
+``num_epochs`` times across the cluster (not once per worker, as in TF).
 """
 
 import json
@@ -49,10 +52,16 @@ def run_member(estimator, train_spec, eval_spec):
     secret = os.environ.get("SHOAL_JOB_SECRET", "")
     sections = {}
     label = None
+    if "://" not in estimator.model_dir:
+        estimator._generator_dir = os.path.join(estimator.model_dir, "inputs",
+                                                f"{role}-{config.task_id}")
+        os.makedirs(estimator._generator_dir, exist_ok=True)
     for spec, mode, which in ((train_spec, ModeKeys.TRAIN, "train"),
                               (eval_spec, ModeKeys.EVAL, "eval")):
         core_input, label_name, section, raw = estimator._call_input(spec.input_fn, mode, which)
-        if isinstance(raw, TableInput) or getattr(raw, "generated_here", False):
+        shared = getattr(raw, "generated_in", None) is not None and \
+            raw.generated_in == getattr(estimator, "_generator_dir", None)
+        if isinstance(raw, TableInput) or (getattr(raw, "generated_here", False) and not shared):
             raise ValueError(
                 f"{getattr(raw, 'name', 'from_generator')} in a cluster: an in-memory input "
                 "cannot be split into data tasks; "
