@@ -92,6 +92,21 @@ TEST(HashEmbeddingTableTest, UniformAndZerosInitializers) {
     EXPECT_LT(v, 2.0f);
   }
   for (float v : LookupAll(*z, {1, 2, 3}, LookupMode::kTrain, 1)) EXPECT_EQ(v, 0.0f);
+  // Normal rows (TF's random_normal_initializer): stddev as asked, draws beyond 2 stddev kept.
+  auto n = MakeTable(
+      {.dim = 4, .initializer = {.kind = RowInitializerOptions::Kind::kNormal, .stddev = 0.1f}},
+      *opt);
+  std::vector<uint64_t> many(2000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = i + 1;
+  double sq = 0;
+  float largest = 0;
+  for (float v : LookupAll(*n, many, LookupMode::kTrain, 1)) {
+    sq += static_cast<double>(v) * v;
+    largest = std::max(largest, std::fabs(v));
+  }
+  EXPECT_NEAR(std::sqrt(sq / 8000), 0.1, 0.005);
+  EXPECT_GT(largest, 0.2f);
+  EXPECT_FALSE(RowInitializer::Validate({.kind = RowInitializerOptions::Kind::kNormal}).ok());
 }
 
 TEST(HashEmbeddingTableTest, InferenceMissesReadZerosAndCreateNothing) {

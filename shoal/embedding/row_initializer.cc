@@ -9,7 +9,8 @@ namespace shoal {
 
 RowInitializer::RowInitializer(const RowInitializerOptions& options, uint64_t seed, int64_t dim)
     : kind_(options.kind), seed_(seed), dim_(dim), scale_(0.0f), offset_(0.0f) {
-  if (kind_ == RowInitializerOptions::Kind::kTruncatedNormal) {
+  if (kind_ == RowInitializerOptions::Kind::kTruncatedNormal ||
+      kind_ == RowInitializerOptions::Kind::kNormal) {
     scale_ = options.stddev > 0 ? options.stddev : 1.0f / std::sqrt(static_cast<float>(dim));
   } else if (kind_ == RowInitializerOptions::Kind::kUniform) {
     scale_ = options.maxval - options.minval;
@@ -32,6 +33,12 @@ absl::Status RowInitializer::Validate(const RowInitializerOptions& o) {
       }
       return absl::OkStatus();
     case RowInitializerOptions::Kind::kZeros:
+      return absl::OkStatus();
+    case RowInitializerOptions::Kind::kNormal:
+      if (!(o.stddev > 0) || !std::isfinite(o.stddev)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("initializer.stddev must be > 0 and finite, got ", o.stddev));
+      }
       return absl::OkStatus();
   }
   return absl::InvalidArgumentError("unknown initializer kind");
@@ -57,6 +64,11 @@ void RowInitializer::Fill(uint64_t id, float* out) const {
       return;
     case RowInitializerOptions::Kind::kZeros:
       for (int64_t e = 0; e < dim_; ++e) out[e] = 0.0f;
+      return;
+    case RowInitializerOptions::Kind::kNormal:
+      for (int64_t e = 0; e < dim_; ++e) {
+        out[e] = scale_ * NormalFloat(seed_, id, static_cast<uint64_t>(e) * 64);
+      }
       return;
   }
 }

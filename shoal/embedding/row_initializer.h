@@ -17,10 +17,11 @@
 namespace shoal {
 
 struct RowInitializerOptions {
-  enum class Kind { kTruncatedNormal, kUniform, kZeros };
+  enum class Kind { kTruncatedNormal, kUniform, kZeros, kNormal };
   Kind kind = Kind::kTruncatedNormal;
   // kTruncatedNormal: mean 0, re-drawn beyond 2 stddev (tf.truncated_normal). 0 means
-  // 1/sqrt(dim), the default of TF's embedding_column.
+  // 1/sqrt(dim), the default of TF's embedding_column. kNormal: mean 0, stddev > 0
+  // (tf.random_normal_initializer).
   float stddev = 0.0f;
   // kUniform: values in [minval, maxval).
   float minval = -0.05f;

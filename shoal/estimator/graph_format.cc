@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "shoal/base/status.h"
+#include "shoal/embedding/row_initializer.h"
 #include "shoal/estimator/graph_model.h"
 
 namespace shoal {
@@ -89,10 +90,41 @@ absl::StatusOr<DenseInitializer> ReadInitializer(const Json& j) {
   } else if (kind == "truncated_normal") {
     init.kind = DenseInitializer::Kind::kTruncatedNormal;
     init.stddev = j.value("stddev", 1.0f);
+  } else if (kind == "normal") {
+    init.kind = DenseInitializer::Kind::kRandomNormal;
+    init.stddev = j.value("stddev", 1.0f);
+  } else if (kind == "uniform") {
+    init.kind = DenseInitializer::Kind::kRandomUniform;
+    init.minval = j.value("minval", -0.05f);
+    init.maxval = j.value("maxval", 0.05f);
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown initializer '", kind, "' (zeros, constant, glorot_uniform, truncated_normal)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown initializer '", kind,
+                     "' (zeros, constant, glorot_uniform, truncated_normal, normal, uniform)"));
   }
+  return init;
+}
+
+absl::StatusOr<RowInitializerOptions> ReadRowInitializer(const Json& j) {
+  RowInitializerOptions init;
+  const std::string kind = j.value("kind", std::string("truncated_normal"));
+  if (kind == "zeros") {
+    init.kind = RowInitializerOptions::Kind::kZeros;
+  } else if (kind == "truncated_normal") {
+    init.kind = RowInitializerOptions::Kind::kTruncatedNormal;
+    init.stddev = j.value("stddev", 0.0f);
+  } else if (kind == "normal") {
+    init.kind = RowInitializerOptions::Kind::kNormal;
+    init.stddev = j.value("stddev", 1.0f);
+  } else if (kind == "uniform") {
+    init.kind = RowInitializerOptions::Kind::kUniform;
+    init.minval = j.value("minval", -0.05f);
+    init.maxval = j.value("maxval", 0.05f);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown table initializer '", kind,
+                                                   "' (zeros, truncated_normal, normal, uniform)"));
+  }
+  RETURN_IF_ERROR(RowInitializer::Validate(init));
   return init;
 }
 
@@ -116,6 +148,7 @@ absl::Status ParseNode(const Json& j, int index, int count, GraphNode* node) {
   if (arity < 0 && node->inputs.empty()) return Bad(at, "takes at least one input");
   (void)count;
   node->name = j.value("name", std::string());
+  node->table = j.value("table", std::string());
   node->fn = j.value("fn", std::string());
   const auto& fns = FnsOf(node->op);
   if (!fns.empty() && !fns.contains(node->fn)) {
@@ -185,11 +218,6 @@ absl::Status ParseMode(const Json& j, const std::string& mode_name, const Graph&
   mode->nodes.resize(nodes.size());
   for (int i = 0; i < count; ++i) {
     RETURN_IF_ERROR_CTX(ParseNode(nodes[i], i, count, &mode->nodes[i]), "mode ", mode_name);
-    const GraphNode& node = mode->nodes[i];
-    if (node.op == "variable" && !graph.variable_index.contains(node.name)) {
-      return Bad(absl::StrCat(mode_name, " node ", i),
-                 absl::StrCat("variable '", node.name, "' is not among the graph's variables"));
-    }
   }
   auto check_ref = [&](int id, absl::string_view what) -> absl::Status {
     if (id < -1 || id >= count) {
@@ -243,6 +271,15 @@ absl::Status ParseMode(const Json& j, const std::string& mode_name, const Graph&
     if (!mode->needed[i]) continue;
     for (int in : mode->nodes[i].inputs) mode->needed[in] = true;
   }
+  // A variable node the outputs need must be a declared variable (one only looked up as a
+  // table's rows -- embedding_lookup by an id feature -- is not, and is not needed).
+  for (int i = 0; i < count; ++i) {
+    const GraphNode& node = mode->nodes[i];
+    if (mode->needed[i] && node.op == "variable" && !graph.variable_index.contains(node.name)) {
+      return Bad(absl::StrCat(mode_name, " node ", i),
+                 absl::StrCat("variable '", node.name, "' is not among the graph's variables"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -270,6 +307,13 @@ absl::Status ParseGraphJson(const Json& root, Graph* graph) {
       return Bad(at, "is declared twice");
     }
     graph->variables.push_back(std::move(var));
+  }
+  for (const Json& t : root.value("tables", Json::array())) {
+    const std::string name = t.at("name").get<std::string>();
+    absl::StatusOr<RowInitializerOptions> init =
+        ReadRowInitializer(t.value("initializer", Json::object()));
+    if (!init.ok()) return Bad(absl::StrCat("table '", name, "'"), init.status().message());
+    graph->table_initializers[name] = *init;
   }
   const Json& modes = root.at("modes");
   static constexpr std::array<const char*, 3> kModeNames = {"train", "eval", "infer"};

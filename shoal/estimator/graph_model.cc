@@ -143,6 +143,10 @@ absl::StatusOr<nn::Var> Evaluate(const Graph& graph, const GraphNode& node, int 
     return nn::Reshape(*column, *shape);
   }
   if (op == "embedding") {
+    if (auto init = graph.table_initializers.find(node.table);
+        init != graph.table_initializers.end()) {
+      ctx.SetTableInitializer(node.table, init->second);
+    }
     nn::Var e = ctx.Embedding(node.name, "deep");
     if (!ctx.status().ok()) return fail(ctx.status().message());
     return e;

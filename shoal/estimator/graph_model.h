@@ -28,6 +28,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "shoal/embedding/row_initializer.h"
 #include "shoal/estimator/job_config.h"
 #include "shoal/estimator/model_fn.h"
 
@@ -43,6 +44,7 @@ struct GraphNode {
   std::vector<int> inputs;           // earlier nodes of the same mode
   std::string where;                 // the user's line, e.g. "model.py:14 (tf.matmul)"
   std::string name;                  // feature, variable, embedding
+  std::string table;                 // embedding: its table, when the graph has its initializer
   std::string fn;                    // binary, unary, compare, reduce, cast: which one
   Shape shape;                       // feature, labels, const, reshape: -1 = the batch size
   std::vector<float> values;         // const: one value (filled) or NumElements(shape)
@@ -86,6 +88,9 @@ struct GraphVariable {
 struct Graph {
   std::vector<GraphVariable> variables;
   absl::flat_hash_map<std::string, int> variable_index;
+  // Initializers of the embedding tables the model_fn declared as variables (embedding_lookup
+  // of a [vocab, dim] variable by an id feature), by table name.
+  absl::flat_hash_map<std::string, RowInitializerOptions> table_initializers;
   std::array<GraphMode, 3> modes;  // by Mode
 };
 

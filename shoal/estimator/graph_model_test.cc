@@ -202,7 +202,7 @@ TEST(GraphModelTest, MalformedGraphsNameTheNodeAndTheLine) {
   EXPECT_THAT(s.message(), HasSubstr("this shoal reads version 1"));
 
   node = {{"op", "variable"}, {"name", "nope"}};
-  s = error({{"version", 1}, {"modes", {{"train", {{"nodes", {node}}}}}}});
+  s = error({{"version", 1}, {"modes", {{"train", {{"nodes", {node}}, {"loss", 0}}}}}});
   EXPECT_THAT(s.message(), HasSubstr("variable 'nope' is not among the graph's variables"));
 
   s = ParseGraph("{not json").status();

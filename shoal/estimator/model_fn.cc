@@ -287,6 +287,11 @@ nn::Var ModelContext::Variable(absl::string_view name, const Shape& shape,
   return dense_leaves_[index];
 }
 
+void ModelContext::SetTableInitializer(absl::string_view table,
+                                       const RowInitializerOptions& initializer) {
+  if (recording_) table_initializers_[std::string(table)] = initializer;
+}
+
 nn::Var ModelContext::TableRows(const std::string& table, int64_t dim, absl::string_view group) {
   if (recording_) {
     auto it = table_index_.find(table);
@@ -295,6 +300,9 @@ nn::Var ModelContext::TableRows(const std::string& table, int64_t dim, absl::str
       TableSpec spec;
       spec.name = table;
       spec.dim = dim;
+      if (auto init = table_initializers_.find(table); init != table_initializers_.end()) {
+        spec.initializer = init->second;
+      }
       spec.group = std::string(group);
       table_specs_.push_back(std::move(spec));
     } else if (table_specs_[it->second].dim != dim || table_specs_[it->second].group != group) {

@@ -138,6 +138,10 @@ class ModelContext {
   // A TensorBoard histogram of `value`'s values (a layer's activations, say) for this step, taken
   // only in the steps the Estimator asks for them (run.save_histograms_steps); free otherwise.
   void Histogram(absl::string_view name, const nn::Var& value);
+  // The initializer of table `table` when the recording pass declares it (default: TF's
+  // embedding_column's, a truncated normal of stddev 1/sqrt(dim)). Call before the Embedding or
+  // Linear call that first uses the table; it matters only while recording.
+  void SetTableInitializer(absl::string_view table, const RowInitializerOptions& initializer);
   // Records the first error; the Estimator reports it when the model returns.
   void Fail(absl::Status status);
   const absl::Status& status() const { return status_; }
@@ -200,6 +204,7 @@ class ModelContext {
   std::vector<TableSpec> table_specs_;
   absl::flat_hash_map<std::string, int> dense_index_;  // name -> index in dense_specs_
   absl::flat_hash_map<std::string, int> table_index_;  // name -> index in table_specs_
+  absl::flat_hash_map<std::string, RowInitializerOptions> table_initializers_;
 
   // The current step.
   const FeatureBatch* batch_ = nullptr;

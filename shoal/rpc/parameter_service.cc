@@ -52,9 +52,18 @@ absl::Status ValidateDenseInitializer(const DenseInitializer& init, const Shape&
       }
       return absl::OkStatus();
     case DenseInitializer::Kind::kTruncatedNormal:
+    case DenseInitializer::Kind::kRandomNormal:
       if (!(init.stddev > 0) || !std::isfinite(init.stddev)) {
         return absl::InvalidArgumentError(
             absl::StrCat("initializer.stddev must be > 0 and finite, got ", init.stddev));
+      }
+      return absl::OkStatus();
+    case DenseInitializer::Kind::kRandomUniform:
+      if (!(init.minval <= init.maxval) || !std::isfinite(init.minval) ||
+          !std::isfinite(init.maxval)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("initializer needs finite minval <= maxval, got [", init.minval, ", ",
+                         init.maxval, ")"));
       }
       return absl::OkStatus();
   }
@@ -189,6 +198,11 @@ Tensor DenseInitialValue(const ModelSpec& spec, const DenseVariableSpec& var) {
       return GlorotUniform(var.shape, spec.seed, key);
     case DenseInitializer::Kind::kTruncatedNormal:
       return TruncatedNormal(var.shape, var.initializer.stddev, spec.seed, key);
+    case DenseInitializer::Kind::kRandomNormal:
+      return RandomNormal(var.shape, var.initializer.stddev, spec.seed, key);
+    case DenseInitializer::Kind::kRandomUniform:
+      return RandomUniform(var.shape, var.initializer.minval, var.initializer.maxval, spec.seed,
+                           key);
   }
   LOG(FATAL) << "unknown dense initializer kind " << static_cast<int>(var.initializer.kind);
   return Tensor();

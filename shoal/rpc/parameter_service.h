@@ -75,11 +75,15 @@ struct DenseInitializer {
     kZeros,
     kConstant,         // every element = value
     kGlorotUniform,    // TF's default for dense kernels; shape [fan_in, fan_out]
-    kTruncatedNormal,  // stddev
+    kTruncatedNormal,  // stddev, re-drawn beyond 2 stddev
+    kRandomNormal,     // stddev (TF's random_normal_initializer, mean 0)
+    kRandomUniform,    // [minval, maxval) (TF's random_uniform_initializer)
   };
   Kind kind = Kind::kZeros;
   float value = 0.0f;
   float stddev = 0.05f;
+  float minval = -0.05f;
+  float maxval = 0.05f;
   bool operator==(const DenseInitializer&) const = default;
 };
 

@@ -46,4 +46,20 @@ Tensor TruncatedNormal(const Shape& shape, float stddev, uint64_t seed, uint64_t
   return t;
 }
 
+Tensor RandomNormal(const Shape& shape, float stddev, uint64_t seed, uint64_t key) {
+  Tensor t(shape);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    t[i] = stddev * NormalFloat(seed, key, static_cast<uint64_t>(i) * 64);
+  }
+  return t;
+}
+
+Tensor RandomUniform(const Shape& shape, float minval, float maxval, uint64_t seed, uint64_t key) {
+  Tensor t(shape);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    t[i] = minval + (maxval - minval) * UniformFloat(seed, key, static_cast<uint64_t>(i));
+  }
+  return t;
+}
+
 }  // namespace shoal

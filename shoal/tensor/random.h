@@ -51,5 +51,9 @@ class Rng {
 Tensor GlorotUniform(const Shape& shape, uint64_t seed, uint64_t key);
 // Truncated normal (re-drawn beyond 2 stddev), as TF's default for embeddings.
 Tensor TruncatedNormal(const Shape& shape, float stddev, uint64_t seed, uint64_t key);
+// Normal with mean 0 (TF's random_normal_initializer) and uniform in [minval, maxval) (TF's
+// random_uniform_initializer), drawn as the functions above from (seed, key, element).
+Tensor RandomNormal(const Shape& shape, float stddev, uint64_t seed, uint64_t key);
+Tensor RandomUniform(const Shape& shape, float minval, float maxval, uint64_t seed, uint64_t key);
 
 }  // namespace shoal

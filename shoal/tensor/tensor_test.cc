@@ -71,6 +71,19 @@ TEST(RandomTest, GlorotAndTruncatedNormalRanges) {
   EXPECT_NEAR(t.array().mean(), 0.0f, 0.02f);
 }
 
+TEST(RandomTest, RandomNormalAndUniformMoments) {
+  // TF's random_normal_initializer and random_uniform_initializer (traced model_fns).
+  Tensor n = RandomNormal({20000}, 0.1f, 5, 6);
+  EXPECT_NEAR(n.array().mean(), 0.0f, 0.003f);
+  EXPECT_NEAR(std::sqrt(n.array().square().mean()), 0.1f, 0.003f);
+  EXPECT_GT(n.array().abs().maxCoeff(), 0.25f);  // not truncated at 2 stddev
+  Tensor u = RandomUniform({20000}, -0.5f, 1.5f, 5, 6);
+  EXPECT_GE(u.array().minCoeff(), -0.5f);
+  EXPECT_LT(u.array().maxCoeff(), 1.5f);
+  EXPECT_NEAR(u.array().mean(), 0.5f, 0.02f);
+  EXPECT_EQ(RandomNormal({3}, 1.0f, 5, 6).span(), RandomNormal({3}, 1.0f, 5, 6).span());
+}
+
 TEST(RandomTest, RngBelowIsInRange) {
   Rng rng(5);
   for (int i = 0; i < 1000; ++i) EXPECT_LT(rng.Below(7), 7u);

@@ -219,6 +219,8 @@ def as_tensor(value, api, like=None):
     """``value`` as a Tensor of the active trace: Python numbers take ``like``'s kind."""
     if isinstance(value, Tensor):
         return value
+    if hasattr(value, "pooled"):  # table rows of [batch, k] ids, not yet pooled
+        value.fail(api)
     init = getattr(value, "initializer", None)
     if init is not None and hasattr(value, "shape") and hasattr(init, "spec"):
         # tf.zeros / tf.ones used as a value (an InitialValue of shoal.graph.variables).

@@ -89,14 +89,91 @@ def l2_loss(t, name=None):
 
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
                      max_norm=None):
-    """``tf.nn.embedding_lookup`` of a [vocab, dim] variable at integer ids."""
+    """``tf.nn.embedding_lookup`` of a [vocab, dim] variable at integer ids.
+
+    Ids that are an integer feature of the input make the variable an embedding table on the
+    parameter servers (sharded by id, rows created as ids are first seen, so a 10M-row
+    vocabulary costs only the ids the data has): ids ``[batch]`` give ``[batch, dim]`` rows, and
+    ids ``[batch, k]`` give rows that must be summed or averaged over the ids
+    (``tf.reduce_sum(rows, axis=1)``), which the engine pools as it looks them up. Other ids
+    gather from the variable as a dense one."""
+    api = "tf.nn.embedding_lookup"
     if max_norm is not None:
-        unsupported("tf.nn.embedding_lookup", "max_norm")
+        unsupported(api, "max_norm")
     if isinstance(params, (list, tuple)):
         if len(params) != 1:
-            unsupported("tf.nn.embedding_lookup", "a list of partitions", "one variable")
+            unsupported(api, "a list of partitions", "one variable (a partitioner is accepted)")
         params = params[0]
+    ids = as_tensor(ids, api)
+    trace = current(api)
+    source = trace.nodes[ids.id]
+    if isinstance(params, Variable) and source["op"] == "feature" and ids.kind == "int" and \
+            len(params._shape) == 2 and len(ids._shape) in (1, 2):
+        return _table_lookup(trace, params, ids, source["name"], api)
     return ops.gather(params, ids)
+
+
+def _row_initializer(spec, shape, api):
+    """A dense variable's initializer as its table's (row) initializer."""
+    kind = spec["kind"]
+    if kind == "zeros" or (kind == "constant" and spec.get("value") == 0):
+        return {"kind": "zeros"}
+    if kind in ("truncated_normal", "normal"):
+        return {"kind": kind, "stddev": spec["stddev"]}
+    if kind == "uniform":
+        return {"kind": "uniform", "minval": spec["minval"], "maxval": spec["maxval"]}
+    if kind == "glorot_uniform":
+        limit = (6.0 / (shape[0] + shape[1])) ** 0.5
+        return {"kind": "uniform", "minval": -limit, "maxval": limit}
+    unsupported(api, f"a table initialised to the constant {spec.get('value')}",
+                "zeros, normal, truncated normal, uniform and glorot_uniform tables")
+
+
+class PendingLookup:
+    """Rows of ``[batch, k]`` ids from a table: usable only summed or averaged over the ids."""
+
+    def __init__(self, trace, table, feature, dim, api):
+        self.trace, self.table, self.feature, self.dim = trace, table, feature, dim
+        self.where = user_line()
+        self._shape = [None, None, dim]
+
+    def pooled(self, combiner, keep_dims):
+        column = _lookup_column(self.trace, self.table, self.feature, self.dim, combiner)
+        out = self.trace.add("embedding", [], [None, self.dim], "float",
+                             api="tf.nn.embedding_lookup", name=column.name, table=self.table)
+        return ops.expand_dims(out, 1) if keep_dims else out
+
+    def fail(self, api):
+        unsupported(api, f"the rows of tf.nn.embedding_lookup at {self.where} (ids [batch, k]) "
+                         "used other than summed or averaged over the ids",
+                    "tf.reduce_sum / tf.reduce_mean(rows, axis=1)")
+
+
+def _lookup_column(trace, table, feature, dim, combiner):
+    from shoal import feature_column as fc
+    vocab = trace.builder.tables[table]["vocab"]
+    name = f"lookup/{table}/{feature}/{combiner}"
+    for c in trace.columns:
+        if c.name == name:
+            return c
+    column = fc.EmbeddingColumn(fc.categorical_column_with_identity(feature, vocab), dim,
+                                combiner, name, table)
+    trace.columns.append(column)
+    return column
+
+
+def _table_lookup(trace, variable, ids, feature, api):
+    table = variable.var_name
+    vocab, dim = variable._shape
+    spec = trace.builder.variables[table]
+    trace.builder.declare_table(table, dim, vocab,
+                                _row_initializer(spec["initializer"], variable._shape, api),
+                                f"{user_line()} ({api})")
+    if len(ids._shape) == 1:
+        column = _lookup_column(trace, table, feature, dim, "sum")
+        return trace.add("embedding", [], [None, dim], "float", api=api, name=column.name,
+                         table=table)
+    return PendingLookup(trace, table, feature, dim, api)
 
 
 # ---- tf.layers ----

@@ -21,6 +21,16 @@ class GraphBuilder:
 
     def __init__(self):
         self.variables = {}
+        self.tables = {}  # variables embedding_lookup made tables: name -> spec
+
+    def declare_table(self, name, dim, vocab, initializer, where):
+        known = self.tables.get(name)
+        entry = {"name": name, "dim": dim, "vocab": vocab, "initializer": initializer}
+        if known is None:
+            self.tables[name] = dict(entry, where=where)
+        elif {k: known[k] for k in entry} != entry:
+            raise ValueError(f"{where}: table '{name}' is looked up as {entry} here and as "
+                             f"{ {k: known[k] for k in entry} } at {known['where']}")
 
     def declare(self, name, shape, spec, group, where):
         entry = {"name": name, "shape": list(shape), "initializer": dict(spec), "group": group}
@@ -90,6 +100,7 @@ class TracedModel:
     def __init__(self):
         self.graph = None
         self.dense_features = {}  # raw feature name -> width, read directly by the model
+        self.dense_variables = set()  # variables the outputs read whole
         self.columns = []  # the feature columns of input_layer calls
         self.optimizer = None
         self.batch_norm = False
@@ -151,9 +162,18 @@ def trace_model_fn(model_fn, params, config, feature_specs, label_spec, modes=MO
         for column in trace.columns:
             if all(column.name != c.name for c in traced.columns):
                 traced.columns.append(column)
+    for name in builder.tables:
+        if name in traced.dense_variables:
+            raise UnsupportedError(
+                f"variable '{name}' is an embedding table (tf.nn.embedding_lookup by an id "
+                "feature at " + builder.tables[name]["where"] + ") and is also read whole; "
+                "shoal keeps a table's rows on the parameter servers only")
     traced.graph = {"version": GRAPH_VERSION,
                     "variables": [{k: v for k, v in var.items() if k != "where"}
-                                  for var in builder.variables.values()],
+                                  for var in builder.variables.values()
+                                  if var["name"] not in builder.tables],
+                    "tables": [{"name": t["name"], "initializer": t["initializer"]}
+                               for t in builder.tables.values()],
                     "modes": modes}
     return traced
 
@@ -246,6 +266,8 @@ def _collect_features(trace, mode_out, traced):
                 needed[j] = True
     column_names = {c.name for c in trace.columns}
     for i, node in enumerate(trace.nodes):
+        if needed[i] and node["op"] == "variable":
+            traced.dense_variables.add(node["name"])
         if not needed[i] or node["op"] != "feature" or node["name"] in column_names:
             continue
         width = 1

@@ -309,6 +309,11 @@ def _axes(api, x, axis):
 
 
 def _reduce(fn, api, input_tensor, axis, keepdims, keep_dims):
+    pooling = getattr(input_tensor, "pooled", None)
+    if pooling is not None:  # rows of a table looked up by [batch, k] ids (embedding_lookup)
+        if fn not in ("sum", "mean") or axis not in (1, -2, [1], (1,)):
+            input_tensor.fail(f"{api}(axis={axis})")
+        return pooling(fn, bool(keepdims if keepdims is not None else keep_dims))
     x = as_tensor(input_tensor, api)
     _numeric(api, x)
     keep = bool(keepdims if keepdims is not None else keep_dims)
@@ -437,9 +442,8 @@ def concat(values, axis, name=None):
                                  f"{v.shape} differ outside axis {axis}")
         shape[axis] = None if None in (shape[axis], v._shape[axis]) else shape[axis] + \
             v._shape[axis]
-    kind = values[0].kind
-    for v in values:
-        kind = _result_kind(v, as_tensor(v, api)) if v.kind != kind else kind
+    kinds = {v.kind for v in values}
+    kind = "float" if "float" in kinds else "int" if "int" in kinds else values[0].kind
     return current().add("concat", values, shape, kind, api=api, axis=axis)
 
 

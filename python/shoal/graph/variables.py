@@ -63,13 +63,18 @@ def truncated_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=None):
                        "tf.truncated_normal_initializer")
 
 
-def _random_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=None):
-    unsupported("tf.random_normal_initializer", "normal draws",
-                "tf.truncated_normal_initializer (normal draws within 2 stddev), "
-                "tf.glorot_uniform_initializer, zeros, ones and constants")
+def random_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=None):
+    if mean != 0:
+        unsupported("tf.random_normal_initializer", f"mean={mean}", "mean 0")
+    return Initializer({"kind": "normal", "stddev": float(stddev)}, "tf.random_normal_initializer")
 
 
-random_normal_initializer = _random_normal_initializer
+def random_uniform_initializer(minval=0.0, maxval=None, seed=None, dtype=None):
+    maxval = 1.0 if maxval is None else maxval
+    return Initializer({"kind": "uniform", "minval": float(minval), "maxval": float(maxval)},
+                       "tf.random_uniform_initializer")
+
+
 xavier_initializer = glorot_uniform_initializer
 
 
@@ -86,7 +91,11 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None, name=No
 
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None, name=None):
-    _random_normal_initializer(mean, stddev)
+    return InitialValue(random_normal_initializer(mean, stddev), [int(d) for d in shape])
+
+
+def random_uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
+    return InitialValue(random_uniform_initializer(minval, maxval), [int(d) for d in shape])
 
 
 def _initializer_of(initial_value, api):
@@ -269,6 +278,7 @@ class _Partitioner:
 __all__ = ["Variable", "get_variable", "variable_scope", "name_scope", "AUTO_REUSE",
            "zeros_initializer", "ones_initializer", "constant_initializer",
            "glorot_uniform_initializer", "truncated_normal_initializer",
-           "random_normal_initializer", "xavier_initializer", "zeros", "ones", "truncated_normal",
-           "random_normal", "fixed_size_partitioner", "min_max_variable_partitioner",
+           "random_normal_initializer", "random_uniform_initializer", "xavier_initializer",
+           "zeros", "ones", "truncated_normal", "random_normal", "random_uniform",
+           "fixed_size_partitioner", "min_max_variable_partitioner",
            "variable_axis_size_partitioner", "constant", "Initializer"]

@@ -102,6 +102,10 @@ rpc::DenseInitializerKind ToProto(DenseInitializer::Kind kind) {
       return rpc::DENSE_INITIALIZER_GLOROT_UNIFORM;
     case DenseInitializer::Kind::kTruncatedNormal:
       return rpc::DENSE_INITIALIZER_TRUNCATED_NORMAL;
+    case DenseInitializer::Kind::kRandomNormal:
+      return rpc::DENSE_INITIALIZER_RANDOM_NORMAL;
+    case DenseInitializer::Kind::kRandomUniform:
+      return rpc::DENSE_INITIALIZER_RANDOM_UNIFORM;
   }
   return rpc::DENSE_INITIALIZER_UNSPECIFIED;
 }
@@ -117,6 +121,10 @@ absl::StatusOr<DenseInitializer::Kind> FromProto(rpc::DenseInitializerKind kind,
       return DenseInitializer::Kind::kGlorotUniform;
     case rpc::DENSE_INITIALIZER_TRUNCATED_NORMAL:
       return DenseInitializer::Kind::kTruncatedNormal;
+    case rpc::DENSE_INITIALIZER_RANDOM_NORMAL:
+      return DenseInitializer::Kind::kRandomNormal;
+    case rpc::DENSE_INITIALIZER_RANDOM_UNIFORM:
+      return DenseInitializer::Kind::kRandomUniform;
     default:
       return UnknownEnum(what, kind);
   }
@@ -130,6 +138,8 @@ rpc::RowInitializerKind ToProto(RowInitializerOptions::Kind kind) {
       return rpc::ROW_INITIALIZER_UNIFORM;
     case RowInitializerOptions::Kind::kZeros:
       return rpc::ROW_INITIALIZER_ZEROS;
+    case RowInitializerOptions::Kind::kNormal:
+      return rpc::ROW_INITIALIZER_NORMAL;
   }
   return rpc::ROW_INITIALIZER_UNSPECIFIED;
 }
@@ -143,6 +153,8 @@ absl::StatusOr<RowInitializerOptions::Kind> FromProto(rpc::RowInitializerKind ki
       return RowInitializerOptions::Kind::kUniform;
     case rpc::ROW_INITIALIZER_ZEROS:
       return RowInitializerOptions::Kind::kZeros;
+    case rpc::ROW_INITIALIZER_NORMAL:
+      return RowInitializerOptions::Kind::kNormal;
     default:
       return UnknownEnum(what, kind);
   }
@@ -204,6 +216,8 @@ void ToProto(const ModelSpec& spec, rpc::ModelSpec* out) {
     p->mutable_initializer()->set_kind(ToProto(v.initializer.kind));
     p->mutable_initializer()->set_value(v.initializer.value);
     p->mutable_initializer()->set_stddev(v.initializer.stddev);
+    p->mutable_initializer()->set_minval(v.initializer.minval);
+    p->mutable_initializer()->set_maxval(v.initializer.maxval);
     p->set_group(v.group);
   }
   for (const TableSpec& t : spec.tables) {
@@ -238,6 +252,8 @@ absl::Status FromProto(const rpc::ModelSpec& in, ModelSpec* spec) {
     ASSIGN_OR_RETURN(v.initializer.kind, FromProto(p.initializer().kind(), what));
     v.initializer.value = p.initializer().value();
     v.initializer.stddev = p.initializer().stddev();
+    v.initializer.minval = p.initializer().minval();
+    v.initializer.maxval = p.initializer().maxval();
     v.group = p.group();
     spec->dense.push_back(std::move(v));
   }

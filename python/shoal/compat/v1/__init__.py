@@ -46,6 +46,7 @@ from shoal.graph.core import Tensor, TensorShape  # noqa: E402,F401
 for _name in _ops.__all__:
     if _name != "where_":
         globals()[_name] = getattr(_ops, _name)
+where = _ops.where_
 for _name in _variables.__all__:
     globals()[_name] = getattr(_variables, _name)
 sigmoid = nn.sigmoid
