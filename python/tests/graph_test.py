@@ -397,3 +397,34 @@ def test_a_traced_dnn_equals_the_canned_dnn_classifier(tmp_path):
         (ours, theirs)
     assert np.allclose(traced.get_variable_value("dnn/logits/kernel"),
                        canned.get_variable_value("dnn/logits/kernel"), atol=1e-5)
+
+
+def test_estimator_spec_hooks_run_and_fetch_the_loss(tmp_path):
+    """training_hooks of the EstimatorSpec run around each step; the traced loss tensor is
+    fetchable by hooks, as in TF."""
+    seen = []
+
+    class Losses(tf.train.SessionRunHook):
+        def __init__(self, loss):
+            self.loss = loss
+
+        def before_run(self, run_context):
+            return tf.train.SessionRunArgs(self.loss)
+
+        def after_run(self, run_context, run_values):
+            seen.append(float(run_values.results))
+
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
+        loss = tf.losses.mean_squared_error(tf.reshape(labels, [-1, 1]), features["x"] @ w)
+        return tf.estimator.EstimatorSpec(
+            mode, loss=loss, train_op=tf.train.GradientDescentOptimizer(0.1).minimize(loss),
+            training_hooks=[Losses(loss),
+                            tf.train.LoggingTensorHook({"loss": loss}, every_n_iter=2)])
+
+    x = np.random.default_rng(1).normal(size=(40, 3)).astype(np.float32)
+    y = x @ np.array([1.0, -2.0, 0.5], np.float32)
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path / "m"))
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=10, num_epochs=3,
+                                                 shuffle=False))
+    assert len(seen) == 12 and seen[-1] < seen[0], seen

@@ -147,6 +147,12 @@ class Estimator:
                 columns.append(fc.numeric_column(name, shape=(width,)))
         return [], columns
 
+    def _spec_hooks(self, mode):
+        """The EstimatorSpec's training_hooks / evaluation_hooks / prediction_hooks."""
+        if self._traced is None:
+            return []
+        return list(self._traced.hooks.get(mode, ()))
+
     def _require_trace(self):
         if self._traced is None:
             raise RuntimeError("the model_fn has not been traced yet (an input_fn gives the "
@@ -308,7 +314,8 @@ class Estimator:
             _log.warning("%s repeats forever (num_epochs=None) and train has no steps or "
                          "max_steps: it runs until stopped", raw.name)
         job = self._job(label, section)
-        runner = HookRunner(hooks or []) if hooks else None
+        hooks = list(hooks or []) + self._spec_hooks("train")
+        runner = HookRunner(hooks) if hooks else None
         listeners = ListenerRunner(saving_listeners) if saving_listeners else None
         if listeners is not None:
             listeners.begin()
@@ -333,6 +340,7 @@ class Estimator:
             raise ValueError(f"{raw.name} repeats forever (num_epochs=None): give evaluate "
                              "steps=N or num_epochs=1")
         job = self._job(label, section)
+        hooks = list(hooks or []) + self._spec_hooks("eval")
         runner = HookRunner(hooks) if hooks else None
         result = _core().evaluate(job, core_input, steps or 0, runner)
         return _metrics_dict(result)
@@ -349,6 +357,7 @@ class Estimator:
         if self.latest_checkpoint() is None:
             raise ValueError(f"Could not find trained model in model_dir: {self._model_dir}.")
         job = self._job(label, section)
+        hooks = list(hooks or []) + self._spec_hooks("infer")
         runner = HookRunner(hooks) if hooks else None
         for batch in _run_in_thread(lambda put: _core().predict(job, core_input, put, runner)):
             batch = self._complete_predictions(batch)
@@ -1037,8 +1046,10 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     sections = dict(train_section)
     sections.update(eval_section)
     job = estimator._job(label, sections, eval_spec.eval_section())
-    train_runner = HookRunner(train_spec.hooks) if train_spec.hooks else None
-    eval_runner = HookRunner(eval_spec.hooks) if eval_spec.hooks else None
+    train_hooks = list(train_spec.hooks) + estimator._spec_hooks("train")
+    eval_hooks = list(eval_spec.hooks) + estimator._spec_hooks("eval")
+    train_runner = HookRunner(train_hooks) if train_hooks else None
+    eval_runner = HookRunner(eval_hooks) if eval_hooks else None
     listeners = ListenerRunner(train_spec.saving_listeners) if train_spec.saving_listeners \
         else None
     if listeners is not None:

@@ -95,18 +95,20 @@ get_or_create_global_step = get_global_step
 
 
 def _name_of(fetch):
-    name = fetch.name if isinstance(fetch, _Named) else fetch
+    # A traced model_fn's tensors (shoal.graph) carry names too: its loss is "loss:0".
+    name = fetch.name if isinstance(fetch, _Named) or hasattr(fetch, "trace") else fetch
     if isinstance(name, str):
         base = name.split(":")[0]
         if base in FETCHABLE:
             return base
     raise ValueError(f"a hook fetched {fetch!r}: shoal's steps give {', '.join(FETCHABLE)} "
-                     "(tensors of a canned model's graph are not reachable by name)")
+                     "(a traced model_fn's loss is its 'loss'; other tensors of a model's graph "
+                     "are not fetchable)")
 
 
 def _check_fetches(fetches):
-    if fetches is None:
-        return
+    if fetches is None or hasattr(fetches, "trace"):
+        return  # a traced tensor: named once the model_fn returns, checked when fetched
     if isinstance(fetches, dict):
         for v in fetches.values():
             _check_fetches(v)

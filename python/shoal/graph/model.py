@@ -191,6 +191,7 @@ def _record_mode(trace, spec, mode, traced):
             raise ValueError(f"{where}: the loss must be a scalar, got shape {loss.shape}")
         out["loss"] = loss.id
         needed.append(loss.id)
+        loss.name = "loss:0"  # what hooks fetch (SessionRunArgs / LoggingTensorHook)
     if mode == "train":
         if spec.loss is None:
             raise ValueError(f"{where}: TRAIN needs a loss")
