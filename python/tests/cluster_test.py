@@ -4,15 +4,13 @@ exactly its epochs over the data tasks, evaluates, exports, and every process ex
 
 import json
 import os
-import secrets
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pandas as pd
+from tf_config_cluster import run_cluster
 
 SCRIPT = textwrap.dedent("""\
     import json, sys
@@ -58,16 +56,6 @@ SCRIPT = textwrap.dedent("""\
     """)
 
 
-def free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def write_data(data, rows_per_file, files, seed):
     rng = np.random.default_rng(seed)
     for name in [f"train-{i}.csv" for i in range(files)] + ["eval.csv"]:
@@ -86,32 +74,8 @@ def test_four_python_processes_train_evaluate_export_and_exit(tmp_path):
     script = tmp_path / "main.py"
     script.write_text(SCRIPT)
     model_dir = tmp_path / "model"
-    ps, chief, worker = (f"127.0.0.1:{p}" for p in free_ports(3))
-    # As in TF, the evaluator is not in "cluster": it only names itself in "task".
-    cluster = {"ps": [ps], "chief": [chief], "worker": [worker]}
-    env = dict(os.environ, SHOAL_JOB_SECRET=secrets.token_hex(16))
-    procs = {}
-    logs = {}
-    for task, index in (("ps", 0), ("chief", 0), ("worker", 0), ("evaluator", 0)):
-        tf_config = {"cluster": cluster, "task": {"type": task, "index": index}}
-        logs[task] = open(tmp_path / f"{task}.log", "w+")
-        procs[task] = subprocess.Popen(
-            [sys.executable, str(script), str(data), str(model_dir)],
-            env=dict(env, TF_CONFIG=json.dumps(tf_config)), stdout=logs[task],
-            stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 240
-    codes = {}
-    try:
-        for task, proc in procs.items():
-            codes[task] = proc.wait(timeout=max(1, deadline - time.time()))
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-    texts = {}
-    for task, log in logs.items():
-        log.seek(0)
-        texts[task] = log.read()
+    codes, texts = run_cluster([sys.executable, str(script), str(data), str(model_dir)],
+                               tmp_path)
     assert codes == {"ps": 0, "chief": 0, "worker": 0, "evaluator": 0}, \
         "\n".join(f"--- {t} (exit {codes.get(t)}):\n{texts[t][-3000:]}" for t in texts)
     result = json.loads(next(line for line in texts["chief"].splitlines()

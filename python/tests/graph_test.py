@@ -5,8 +5,6 @@ one process per role, and served by `shoal serve` from their export."""
 import json
 import os
 import re
-import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +14,7 @@ import numpy as np
 import pytest
 
 import shoal.compat.v1 as tf
+from tf_config_cluster import free_ports, run_cluster
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(REPO, "examples", "linear_regression")
@@ -26,16 +25,6 @@ def run(args, cwd=EXAMPLE, env=None, timeout=300):
                          text=True, timeout=timeout)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return out.stdout
-
-
-def free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def serve_and_predict(export, instances):
@@ -94,30 +83,8 @@ def test_the_story_cluster_runs_every_role_from_tf_config(tmp_path):
     """The same model in the story's distributed main.py: a ps, the chief, a worker and the
     evaluator, one process each, from TF_CONFIG; the generator's lines are the data set."""
     model_dir = tmp_path / "model"
-    ps, chief, worker = (f"127.0.0.1:{p}" for p in free_ports(3))
-    cluster = {"ps": [ps], "chief": [chief], "worker": [worker]}
-    env = dict(os.environ, SHOAL_JOB_SECRET=secrets.token_hex(16))
-    procs, logs = {}, {}
-    for task in ("ps", "chief", "worker", "evaluator"):
-        tf_config = {"cluster": cluster, "task": {"type": task, "index": 0}}
-        logs[task] = open(tmp_path / f"{task}.log", "w+")
-        procs[task] = subprocess.Popen(
-            [sys.executable, "distributed.py", str(model_dir)], cwd=EXAMPLE,
-            env=dict(env, TF_CONFIG=json.dumps(tf_config)), stdout=logs[task],
-            stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 240
-    codes = {}
-    try:
-        for task, proc in procs.items():
-            codes[task] = proc.wait(timeout=max(1, deadline - time.time()))
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-    texts = {}
-    for task, log in logs.items():
-        log.seek(0)
-        texts[task] = log.read()
+    codes, texts = run_cluster([sys.executable, "distributed.py", str(model_dir)], tmp_path,
+                               cwd=EXAMPLE)
     assert codes == {"ps": 0, "chief": 0, "worker": 0, "evaluator": 0}, \
         "\n".join(f"--- {t} (exit {codes.get(t)}):\n{texts[t][-3000:]}" for t in texts)
     summary = json.loads((model_dir / "summary.json").read_text())

@@ -128,7 +128,7 @@ absl::StatusOr<RowInitializerOptions> ReadRowInitializer(const Json& j) {
   return init;
 }
 
-absl::Status ParseNode(const Json& j, int index, int count, GraphNode* node) {
+absl::Status ParseNode(const Json& j, int index, GraphNode* node) {
   node->op = j.at("op").get<std::string>();
   node->where = j.value("where", std::string());
   const std::string at = absl::StrCat("node ", index, " (", node->op,
@@ -146,7 +146,6 @@ absl::Status ParseNode(const Json& j, int index, int count, GraphNode* node) {
     return Bad(at, absl::StrCat("takes ", arity, " inputs, has ", node->inputs.size()));
   }
   if (arity < 0 && node->inputs.empty()) return Bad(at, "takes at least one input");
-  (void)count;
   node->name = j.value("name", std::string());
   node->table = j.value("table", std::string());
   node->fn = j.value("fn", std::string());
@@ -217,7 +216,7 @@ absl::Status ParseMode(const Json& j, const std::string& mode_name, const Graph&
   const int count = static_cast<int>(nodes.size());
   mode->nodes.resize(nodes.size());
   for (int i = 0; i < count; ++i) {
-    RETURN_IF_ERROR_CTX(ParseNode(nodes[i], i, count, &mode->nodes[i]), "mode ", mode_name);
+    RETURN_IF_ERROR_CTX(ParseNode(nodes[i], i, &mode->nodes[i]), "mode ", mode_name);
   }
   auto check_ref = [&](int id, absl::string_view what) -> absl::Status {
     if (id < -1 || id >= count) {

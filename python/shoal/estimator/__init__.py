@@ -13,7 +13,6 @@ TF does per call. ``train_and_evaluate`` with a ``TF_CONFIG`` naming a cluster m
 the ps, chief, worker or evaluator of that cluster (docs/python.md, "Every role in Python").
 """
 
-import inspect
 import json
 import logging
 import math
@@ -625,20 +624,9 @@ def _call_input_fn(input_fn, mode, config, params):
     """Calls input_fn with the arguments it names (TF: mode, params, config, input_context)."""
     if not callable(input_fn):
         raise TypeError(f"input_fn must be callable, got {input_fn!r}")
-    try:
-        names = inspect.signature(input_fn).parameters
-    except (TypeError, ValueError):
-        names = {}
-    kwargs = {}
-    if "mode" in names:
-        kwargs["mode"] = mode
-    if "params" in names:
-        kwargs["params"] = params
-    if "config" in names:
-        kwargs["config"] = config
-    if "input_context" in names:
-        kwargs["input_context"] = None
-    return input_fn(**kwargs)
+    from shoal.graph.model import call_with_named_args
+    return call_with_named_args(input_fn, {"mode": mode, "params": params, "config": config,
+                                           "input_context": None})
 
 
 def _run_in_thread(run):

@@ -139,11 +139,6 @@ class Tensor:
     # Arithmetic: shoal.graph.ops installs the operators (a cycle kept out of this module).
 
 
-def _check_kind(api, tensor, kinds):
-    if tensor.kind not in kinds:
-        unsupported(api, f"takes {' or '.join(kinds)} tensors, got {tensor.dtype!r}")
-
-
 class Trace:
     """One mode's trace. ``builder`` holds what is shared across modes (the variables)."""
 

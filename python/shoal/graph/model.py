@@ -109,25 +109,21 @@ class TracedModel:
         self.hooks = {"train": (), "eval": (), "infer": ()}
 
 
-def _call(model_fn, features, labels, mode, params, config):
+def call_with_named_args(fn, available, positional=()):
+    """Calls ``fn`` with those of ``available`` (name -> value) its signature names, as TF calls
+    model_fn and input_fn; with ``positional`` when it names none of them."""
     try:
-        names = inspect.signature(model_fn).parameters
+        names = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         names = {}
-    args = {}
-    if "features" in names:
-        args["features"] = features
-    if "labels" in names:
-        args["labels"] = labels
-    if "mode" in names:
-        args["mode"] = mode
-    if "params" in names:
-        args["params"] = params
-    if "config" in names:
-        args["config"] = config
-    if not args:
-        return model_fn(features, labels, mode)
-    return model_fn(**args)
+    args = {k: v for k, v in available.items() if k in names}
+    return fn(**args) if args else fn(*positional)
+
+
+def _call(model_fn, features, labels, mode, params, config):
+    return call_with_named_args(model_fn, {"features": features, "labels": labels, "mode": mode,
+                                           "params": params, "config": config},
+                                (features, labels, mode))
 
 
 def trace_model_fn(model_fn, params, config, feature_specs, label_spec, modes=MODES):

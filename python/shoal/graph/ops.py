@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from shoal.graph.core import (Tensor, TensorShape, UnsupportedError, as_tensor, constant,
+from shoal.graph.core import (Tensor, TensorShape, as_tensor,
                               current, unsupported, user_line)
 
 # ---- static shapes ----
@@ -324,9 +324,7 @@ def _reduce(fn, api, input_tensor, axis, keepdims, keep_dims):
         shape = [d for i, d in enumerate(x._shape) if i not in axes]
     kind = "float" if fn == "mean" else x.kind
     if x.kind == "int" and fn == "mean":
-        kind = "int"  # TF's integer mean truncates; the engine's mean is exact: cast first
-        x = cast(x, "float")
-        kind = "float"
+        x = cast(x, "float")  # TF's integer mean truncates; shoal's is the float mean
     return current().add("reduce", [x], shape, kind, api=api, fn=fn, axes=axes, keep_dims=keep)
 
 
@@ -375,9 +373,6 @@ def reshape(tensor, shape, name=None):
         raise ValueError(f"{api} ({user_line()}): at most one -1 in shape {shape}")
     static = [None if d == -1 else d for d in shape]
     known_in = x.shape.num_elements()
-    if -1 not in shape and None in x._shape:
-        # A fixed shape from a batch-sized input: fine when the batch is what it says.
-        pass
     if known_in is not None and -1 not in shape and int(np.prod(shape)) != known_in:
         raise ValueError(f"{api} ({user_line()}): {known_in} values do not fit shape {shape}")
     if known_in is not None and -1 in shape:
