@@ -41,3 +41,13 @@ def sigmoid(x, name=None):
 
 for _f in (relu, tanh, sigmoid):
     _f.shoal_name = _f.__name__
+
+
+def __getattr__(name):
+    """tf.nn ops shoal's graphs do not have: an error naming the op and what tf.nn has."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from shoal.graph.core import user_line
+    raise AttributeError(f"tf.nn.{name} ({user_line()}) is not supported by shoal.compat.v1. "
+                         f"Supported in tf.nn: {', '.join(sorted(__all__))} (docs/porting.md "
+                         "lists every op)")

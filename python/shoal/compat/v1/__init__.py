@@ -189,15 +189,23 @@ compat = _types.ModuleType("shoal.compat.v1.compat", "tf.compat")
 compat.v1 = _sys.modules[__name__]
 
 
-def __getattr__(name):
-    """An op shoal's graphs do not have: the error names it and lists what there is."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from shoal.graph.core import user_line
-    supported = sorted(n for n, v in globals().items()
-                       if not n.startswith("_") and not isinstance(v, _types.ModuleType))
-    raise AttributeError(
-        f"tf.{name} ({user_line()}) is not supported by shoal.compat.v1. Supported at the top "
-        f"level: {', '.join(supported)}; and the modules estimator, feature_column, train, "
-        "data, io, nn, layers, losses, metrics, math, initializers, summary, logging "
-        "(docs/python.md lists every op)")
+def _missing(prefix, names):
+    """A module's __getattr__ (PEP 562): an op shoal's graphs do not have is an error naming it,
+    the user's line, and what the module has."""
+    def missing(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from shoal.graph.core import user_line
+        supported = sorted(n for n, v in names().items()
+                           if not n.startswith("_") and not isinstance(v, _types.ModuleType))
+        raise AttributeError(
+            f"{prefix}{name} ({user_line()}) is not supported by shoal.compat.v1. Supported in "
+            f"{prefix.rstrip('.') or 'tf'}: {', '.join(supported)} (docs/porting.md lists every "
+            "op)")
+    return missing
+
+
+__getattr__ = _missing("tf.", lambda: globals())
+for _module in (layers, losses, metrics, math, initializers, summary, io, logging, app):
+    _module.__getattr__ = _missing(f"tf.{_module.__name__.rsplit('.', 1)[-1]}.",
+                                   lambda m=_module: vars(m))
