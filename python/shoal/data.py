@@ -93,6 +93,15 @@ class Dataset:
                              "(features, label)")
         if label is not None and not isinstance(label, _Column):
             raise ValueError("Dataset.map: the label must be one parsed column")
+        # Hashed ids (string_to_hash_bucket_fast) stand for their column, named by the dict.
+        new.hashed = {}
+        for key, value in list(features.items()):
+            if isinstance(value, _HashedIds):
+                if record.kind != "line":
+                    raise NotImplementedError("string_to_hash_bucket_fast: on text lines only "
+                                              "(decode_csv's columns)")
+                new.hashed[key] = (value.num_buckets, value.delimiter)
+                features = dict(features, **{key: value.column})
         if record.kind == "line":
             # decode_csv's columns in field order, named by the dict; the label (popped from it)
             # by the header line when the files have one, else "__label__".
@@ -119,6 +128,7 @@ class Dataset:
                 if c is label:
                     new.label = name
             new.schema = schema
+            new.list_separators = {k: d for k, (_, d) in new.hashed.items() if d}
             if label is not None and new.label is None:
                 raise ValueError("Dataset.map: the label must be one of decode_csv's columns")
             if label is None:
@@ -189,10 +199,13 @@ class Dataset:
             section["header"] = self.header
         if self.schema:
             schema = []
+            separators = getattr(self, "list_separators", {})
             for name, kind, default in self.schema:
                 entry = {"name": name, "type": kind}
                 if default is not None:
                     entry["default"] = str(default)
+                if name in separators:
+                    entry["list_separator"] = separators[name]
                 schema.append(entry)
             section["schema"] = schema
         return section, self.label
@@ -440,6 +453,72 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
     records.parsed = columns
     records.delimiter = field_delim
     return list(columns)
+
+
+# ---- string ops of a map (tf.string_split, tf.string_to_hash_bucket_fast) ----
+
+class _SplitStrings:
+    """``tf.string_split`` of one parsed string column: the engine splits the field at the
+    delimiter as it reads the line (a list column, the schema's ``list_separator``)."""
+
+    def __init__(self, column, delimiter):
+        self.column, self.delimiter = column, delimiter
+
+    @property
+    def values(self):
+        return _SplitValues(self)
+
+    @property
+    def indices(self):
+        raise NotImplementedError("string_split: .indices is not available in shoal's parse "
+                                  "functions; hash .values with string_to_hash_bucket_fast")
+
+    dense_shape = indices
+
+
+class _SplitValues:
+    def __init__(self, split):
+        self.split = split
+
+
+class _HashedIds:
+    """``tf.string_to_hash_bucket_fast`` of a parsed string column or of its split values: the
+    engine hashes each value into ``num_buckets`` ids (a hashed categorical column; MurmurHash64,
+    not TF's FarmHash: other ids, the same distribution)."""
+
+    def __init__(self, column, num_buckets, delimiter):
+        self.column, self.num_buckets, self.delimiter = column, num_buckets, delimiter
+
+
+def string_split(source, delimiter=" ", skip_empty=True):
+    """``tf.string_split([column], delimiter)`` inside a dataset's map."""
+    if isinstance(source, (list, tuple)) and len(source) == 1:
+        source = source[0]
+    if not isinstance(source, _Column) or source.kind != "string":
+        raise ValueError("string_split: shoal splits one parsed string column (decode_csv's) "
+                         "inside the dataset's map")
+    if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in ",\t\n\"":
+        raise NotImplementedError(f"string_split: delimiter {delimiter!r}: shoal splits at one "
+                                  "character other than the line's field delimiter and quotes")
+    if not skip_empty:
+        raise NotImplementedError("string_split: skip_empty=False is not supported")
+    return _SplitStrings(source, delimiter)
+
+
+def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002 (TF's name)
+    """``tf.string_to_hash_bucket_fast`` inside a dataset's map, of a parsed string column or of
+    ``string_split(...).values``."""
+    if isinstance(input, _SplitValues):
+        column, delimiter = input.split.column, input.split.delimiter
+    elif isinstance(input, _Column) and input.kind == "string":
+        column, delimiter = input, None
+    else:
+        raise ValueError("string_to_hash_bucket_fast: shoal hashes a parsed string column or "
+                         "string_split(...).values inside the dataset's map")
+    if not isinstance(num_buckets, numbers.Integral) or num_buckets < 1:
+        raise ValueError(f"string_to_hash_bucket_fast: num_buckets must be >= 1, got "
+                         f"{num_buckets!r}")
+    return _HashedIds(column, int(num_buckets), delimiter)
 
 
 # ---- tf.data.experimental ----

@@ -8,7 +8,8 @@ import numpy as np
 
 from shoal.graph import ops as _ops
 from shoal.graph.core import Tensor as _Tensor
-from shoal.graph.layers import (bias_add, dropout, embedding_lookup, l2_loss,  # noqa: F401
+from shoal.graph.layers import (bias_add, dropout, embedding_lookup,  # noqa: F401
+                                embedding_lookup_sparse, l2_loss,
                                 sigmoid_cross_entropy_with_logits,
                                 softmax_cross_entropy_with_logits,
                                 softmax_cross_entropy_with_logits_v2,
@@ -16,7 +17,7 @@ from shoal.graph.layers import (bias_add, dropout, embedding_lookup, l2_loss,  #
 from shoal.graph.ops import log_softmax, softmax  # noqa: F401
 
 __all__ = ["relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout", "bias_add",
-           "embedding_lookup", "l2_loss", "sigmoid_cross_entropy_with_logits",
+           "embedding_lookup", "embedding_lookup_sparse", "l2_loss", "sigmoid_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits"]
 

@@ -449,7 +449,7 @@ class Estimator:
         if getattr(self, "_feature_specs", None):
             features = self._feature_specs
         elif saved is not None:
-            features = {k: (v[0], v[1]) for k, v in saved["features"].items()}
+            features = {k: tuple(v) for k, v in saved["features"].items()}
         elif serving_input_receiver_fn is not None:
             receiver = serving_input_receiver_fn()
             features = {}
@@ -506,7 +506,8 @@ _GRAPH_FILE = "graph.json"
 
 def graph_specs(result):
     """(feature specs, label spec) of a normalised input: name -> (kind, shape), kind float, int
-    or string and shape with None for the batch, as a traced model_fn sees them."""
+    or string and shape with None for the batch, as a traced model_fn sees them; hashed string
+    ids (string_to_hash_bucket_fast in the map) are ("hashed", shape, num_buckets)."""
     from shoal import data
 
     def kind_of(array):
@@ -527,11 +528,15 @@ def graph_specs(result):
     if isinstance(result, data.Dataset):
         kinds = {"int64": "int", "float": "float", "string": "string"}
         shapes = getattr(result, "shapes", {}) or {}
+        hashed = getattr(result, "hashed", {}) or {}
         features, label = {}, None
         for name, kind, _ in result.schema or []:
             shape = [None] + list(shapes.get(name, ()))
             if name == result.label:
                 label = (kinds.get(kind, "float"), [None])
+            elif name in hashed:
+                buckets, delimiter = hashed[name]
+                features[name] = ("hashed", [None, None] if delimiter else [None], buckets)
             elif not name.startswith("_unused_"):
                 features[name] = (kinds.get(kind, "float"), shape)
         return features, label
@@ -545,7 +550,7 @@ def _save_graph(model_dir, traced, features, label):
         return
     os.makedirs(model_dir, exist_ok=True)
     record = {"graph": traced.graph,
-              "features": {k: [v[0], list(v[1])] for k, v in features.items()},
+              "features": {k: [v[0], list(v[1])] + list(v[2:]) for k, v in features.items()},
               "label": [label[0], list(label[1])] if label else None,
               "optimizer": traced.optimizer.config() if traced.optimizer else None}
     path = os.path.join(model_dir, _GRAPH_FILE)

@@ -216,6 +216,9 @@ def as_tensor(value, api, like=None):
         return value
     if hasattr(value, "pooled"):  # table rows of [batch, k] ids, not yet pooled
         value.fail(api)
+    if hasattr(value, "num_buckets") and hasattr(value, "multi"):  # hashed string ids
+        unsupported(api, f"{value!r} as a tensor", "hashed ids in tf.nn.embedding_lookup or "
+                                                   "embedding_lookup_sparse of a variable")
     init = getattr(value, "initializer", None)
     if init is not None and hasattr(value, "shape") and hasattr(init, "spec"):
         # tf.zeros / tf.ones used as a value (an InitialValue of shoal.graph.variables).

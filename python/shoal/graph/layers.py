@@ -104,13 +104,57 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         if len(params) != 1:
             unsupported(api, "a list of partitions", "one variable (a partitioner is accepted)")
         params = params[0]
-    ids = as_tensor(ids, api)
     trace = current(api)
+    if isinstance(ids, HashedFeature):
+        return _table_lookup(trace, params, ids.name, ids.multi, ids.column(), api)
+    ids = as_tensor(ids, api)
     source = trace.nodes[ids.id]
     if isinstance(params, Variable) and source["op"] == "feature" and ids.kind == "int" and \
             len(params._shape) == 2 and len(ids._shape) in (1, 2):
-        return _table_lookup(trace, params, ids, source["name"], api)
+        from shoal import feature_column as fc
+        identity = fc.categorical_column_with_identity(source["name"], params._shape[0])
+        return _table_lookup(trace, params, source["name"], len(ids._shape) == 2, identity, api)
     return ops.gather(params, ids)
+
+
+class HashedFeature:
+    """A feature of string ids hashed in the dataset's map (``tf.string_to_hash_bucket_fast``,
+    of ``tf.string_split(...).values`` for several per example): what embedding_lookup and
+    embedding_lookup_sparse of a ``[num_buckets, dim]`` variable take."""
+
+    def __init__(self, name, num_buckets, multi):
+        self.name, self.num_buckets, self.multi = name, num_buckets, multi
+
+    @property
+    def values(self):  # code written for TF's SparseTensor
+        return self
+
+    def column(self):
+        from shoal import feature_column as fc
+        return fc.categorical_column_with_hash_bucket(self.name, self.num_buckets)
+
+    def __repr__(self):
+        return f"<hashed ids {self.name!r} in {self.num_buckets} buckets>"
+
+
+def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod", name=None,
+                            combiner=None, max_norm=None):
+    """``tf.nn.embedding_lookup_sparse`` of a ``[vocab, dim]`` variable by hashed ids (or a
+    ``[batch, k]`` integer feature): the rows of each example combined (``sum``, ``mean``, TF's
+    default, or ``sqrtn``) as the engine looks them up; ``[batch, dim]``."""
+    api = "tf.nn.embedding_lookup_sparse"
+    if sp_weights is not None:
+        unsupported(api, "sp_weights", "None (weigh ids with a weighted_categorical_column)")
+    if max_norm is not None:
+        unsupported(api, "max_norm")
+    combiner = combiner or "mean"
+    if combiner not in ("sum", "mean", "sqrtn"):
+        raise ValueError(f"{api} ({user_line()}): combiner must be sum, mean or sqrtn, got "
+                         f"{combiner!r}")
+    rows = embedding_lookup(params, sp_ids)
+    if isinstance(rows, PendingLookup):
+        return rows.pooled(combiner, False)
+    return rows  # one id per example: every combiner gives its row
 
 
 def _row_initializer(spec, shape, api):
@@ -132,13 +176,15 @@ def _row_initializer(spec, shape, api):
 class PendingLookup:
     """Rows of ``[batch, k]`` ids from a table: usable only summed or averaged over the ids."""
 
-    def __init__(self, trace, table, feature, dim, api):
+    def __init__(self, trace, table, feature, dim, categorical):
         self.trace, self.table, self.feature, self.dim = trace, table, feature, dim
+        self.categorical = categorical
         self.where = user_line()
         self._shape = [None, None, dim]
 
     def pooled(self, combiner, keep_dims):
-        column = _lookup_column(self.trace, self.table, self.feature, self.dim, combiner)
+        column = _lookup_column(self.trace, self.table, self.feature, self.dim, combiner,
+                                self.categorical)
         out = self.trace.add("embedding", [], [None, self.dim], "float",
                              api="tf.nn.embedding_lookup", name=column.name, table=self.table)
         return ops.expand_dims(out, 1) if keep_dims else out
@@ -149,31 +195,37 @@ class PendingLookup:
                     "tf.reduce_sum / tf.reduce_mean(rows, axis=1)")
 
 
-def _lookup_column(trace, table, feature, dim, combiner):
+def _lookup_column(trace, table, feature, dim, combiner, categorical):
     from shoal import feature_column as fc
-    vocab = trace.builder.tables[table]["vocab"]
     name = f"lookup/{table}/{feature}/{combiner}"
     for c in trace.columns:
         if c.name == name:
             return c
-    column = fc.EmbeddingColumn(fc.categorical_column_with_identity(feature, vocab), dim,
-                                combiner, name, table)
+    column = fc.EmbeddingColumn(categorical, dim, combiner, name, table)
     trace.columns.append(column)
     return column
 
 
-def _table_lookup(trace, variable, ids, feature, api):
+def _table_lookup(trace, variable, feature, multi, categorical, api):
+    """Rows of ``variable`` (the table) at the ids of ``feature`` by ``categorical``: [batch,
+    dim] for one id per example, else a PendingLookup."""
+    if not isinstance(variable, Variable) or len(variable._shape) != 2:
+        unsupported(api, f"params {variable!r}", "a [vocab, dim] variable (tf.get_variable)")
     table = variable.var_name
     vocab, dim = variable._shape
+    buckets = getattr(categorical, "num_buckets", vocab)
+    if buckets > vocab:
+        raise ValueError(f"{api} ({user_line()}): ids of {feature!r} reach {buckets - 1}, past "
+                         f"the {vocab} rows of '{table}'")
     spec = trace.builder.variables[table]
     trace.builder.declare_table(table, dim, vocab,
                                 _row_initializer(spec["initializer"], variable._shape, api),
                                 f"{user_line()} ({api})")
-    if len(ids._shape) == 1:
-        column = _lookup_column(trace, table, feature, dim, "sum")
+    if not multi:
+        column = _lookup_column(trace, table, feature, dim, "sum", categorical)
         return trace.add("embedding", [], [None, dim], "float", api=api, name=column.name,
                          table=table)
-    return PendingLookup(trace, table, feature, dim, api)
+    return PendingLookup(trace, table, feature, dim, categorical)
 
 
 # ---- tf.layers ----

@@ -141,7 +141,10 @@ def trace_model_fn(model_fn, params, config, feature_specs, label_spec, modes=MO
         trace.columns = []
         with trace:
             features = {}
-            for name, (kind, shape) in feature_specs.items():
+            for name, (kind, shape, *options) in feature_specs.items():
+                if kind == "hashed":
+                    features[name] = layers.HashedFeature(name, options[0], len(shape) == 2)
+                    continue
                 features[name] = trace.add("feature", [], shape, "int" if kind == "int64" else kind,
                                            api=f"features[{name!r}]", name=name,
                                            shape=[-1 if d is None else d for d in shape])

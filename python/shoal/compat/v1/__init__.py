@@ -25,11 +25,17 @@ import sys as _sys
 import types as _types
 
 from shoal import data, errors, estimator, feature_column, nn, train  # noqa: F401
-from shoal.data import decode_csv, parse_example, parse_single_example  # noqa: F401
+from shoal.data import (decode_csv, parse_example, parse_single_example,  # noqa: F401
+                        string_split, string_to_hash_bucket_fast)
 from shoal.dtypes import (bool, double, float16, float32, float64, half, int8,  # noqa: F401,A004
                           int16, int32, int64, string, uint8, DType)
 from shoal.estimator.export import placeholder  # noqa: F401
 from shoal.feature_column import FixedLenFeature, VarLenFeature, log1p as _log1p  # noqa: F401
+
+strings = _types.ModuleType("shoal.compat.v1.strings", "tf.strings inside tf.data maps")
+strings.to_hash_bucket_fast = string_to_hash_bucket_fast
+strings.split = lambda input, sep=None, maxsplit=-1, name=None: string_split(  # noqa: E731
+    input, " " if sep is None else sep)
 
 io = _types.ModuleType("shoal.compat.v1.io", "tf.io: parsing inside tf.data maps")
 io.parse_single_example = parse_single_example
@@ -206,6 +212,6 @@ def _missing(prefix, names):
 
 
 __getattr__ = _missing("tf.", lambda: globals())
-for _module in (layers, losses, metrics, math, initializers, summary, io, logging, app):
+for _module in (layers, losses, metrics, math, initializers, summary, io, logging, app, strings):
     _module.__getattr__ = _missing(f"tf.{_module.__name__.rsplit('.', 1)[-1]}.",
                                    lambda m=_module: vars(m))
