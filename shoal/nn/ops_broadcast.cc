@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -107,6 +108,28 @@ std::pair<float, float> BinaryPartials(BinaryOp op, float a, float b) {
   return {0.0f, 0.0f};
 }
 
+// Calls f(std::integral_constant<BinaryOp, op>{}): the element loops below are then compiled
+// once per op, with the op's switch folded away, instead of switching per element.
+template <typename F>
+void WithOp(BinaryOp op, F&& f) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return f(std::integral_constant<BinaryOp, BinaryOp::kAdd>{});
+    case BinaryOp::kSub:
+      return f(std::integral_constant<BinaryOp, BinaryOp::kSub>{});
+    case BinaryOp::kMul:
+      return f(std::integral_constant<BinaryOp, BinaryOp::kMul>{});
+    case BinaryOp::kDiv:
+      return f(std::integral_constant<BinaryOp, BinaryOp::kDiv>{});
+    case BinaryOp::kMaximum:
+      return f(std::integral_constant<BinaryOp, BinaryOp::kMaximum>{});
+    case BinaryOp::kMinimum:
+      return f(std::integral_constant<BinaryOp, BinaryOp::kMinimum>{});
+    case BinaryOp::kSquaredDifference:
+      return f(std::integral_constant<BinaryOp, BinaryOp::kSquaredDifference>{});
+  }
+}
+
 const char* BinaryName(BinaryOp op) {
   switch (op) {
     case BinaryOp::kAdd:
@@ -177,8 +200,12 @@ Var Binary(BinaryOp op, const Var& a, const Var& b) {
     const float* av = a->value.data();
     const float* bv = b->value.data();
     float* ov = out.data();
-    ForEachIndex(shape, sa, sb,
-                 [&](int64_t o, int64_t i, int64_t j) { ov[o] = ApplyBinary(op, av[i], bv[j]); });
+    WithOp(op, [&](auto k) {
+      constexpr BinaryOp kOp = decltype(k)::value;
+      ForEachIndex(shape, sa, sb, [&](int64_t o, int64_t i, int64_t j) {
+        ov[o] = ApplyBinary(kOp, av[i], bv[j]);
+      });
+    });
   }
   return MakeOpNode(BinaryName(op), std::move(out), {a, b}, [op, sa, sb](Node& self) {
     Node& a = *self.inputs[0];
@@ -188,10 +215,24 @@ Var Binary(BinaryOp op, const Var& a, const Var& b) {
     const float* g = self.grad.data();
     float* da = a.requires_grad ? GradBuffer(a).data() : nullptr;
     float* db = b.requires_grad ? GradBuffer(b).data() : nullptr;
-    ForEachIndex(self.value.shape(), sa, sb, [&](int64_t o, int64_t i, int64_t j) {
-      const auto [pa, pb] = BinaryPartials(op, av[i], bv[j]);
-      if (da != nullptr) da[i] += g[o] * pa;
-      if (db != nullptr) db[j] += g[o] * pb;
+    const Shape& shape = self.value.shape();
+    WithOp(op, [&](auto k) {
+      constexpr BinaryOp kOp = decltype(k)::value;
+      if (da != nullptr && db != nullptr) {
+        ForEachIndex(shape, sa, sb, [&](int64_t o, int64_t i, int64_t j) {
+          const auto [pa, pb] = BinaryPartials(kOp, av[i], bv[j]);
+          da[i] += g[o] * pa;
+          db[j] += g[o] * pb;
+        });
+      } else if (da != nullptr) {
+        ForEachIndex(shape, sa, sb, [&](int64_t o, int64_t i, int64_t j) {
+          da[i] += g[o] * BinaryPartials(kOp, av[i], bv[j]).first;
+        });
+      } else if (db != nullptr) {
+        ForEachIndex(shape, sa, sb, [&](int64_t o, int64_t i, int64_t j) {
+          db[j] += g[o] * BinaryPartials(kOp, av[i], bv[j]).second;
+        });
+      }
     });
   });
 }
