@@ -152,7 +152,7 @@ absl::StatusOr<nn::Var> Evaluate(const Graph& graph, const GraphNode& node, int 
     return e;
   }
   if (op == "labels") {
-    if (mode == Mode::kPredict || labels.size() == 0) {
+    if (mode == Mode::kPredict || labels.empty()) {
       return fail("the labels are not known in PREDICT mode");
     }
     absl::StatusOr<Shape> shape = Resolve(node.shape, labels.size());
