@@ -73,7 +73,7 @@ def test_the_linear_regression_story_trains_evaluates_exports_predicts_and_serve
     assert len(values) == 10, lines[first:]
     assert all(1.0 - 0.05 < v < 1.8 + 0.05 for v in values), values
     # The graph is in the model_dir and in the export; shoal serve runs it.
-    assert json.loads((model_dir / "graph.json").read_text())["graph"]["version"] == 1
+    assert json.loads((model_dir / "graph.json").read_text())["version"] == 1
     export = str(model_dir / "test")
     predictions = serve_and_predict(export, [{"x": 0.5}, {"x": 2.0}])
     assert np.allclose(np.ravel(predictions), [w * 0.5 + b, w * 2.0 + b], atol=1e-5), predictions
@@ -310,7 +310,7 @@ def test_the_hashed_logistic_regression_story_uses_a_table_on_the_parameter_serv
     names = _core.variable_names(checkpoint)
     # A table under the variable's name (its checkpoint entries are the table's parts).
     assert [n.split("@")[0] for n in names] == ["sparse_embedding/weight"], names
-    graph = json.loads((tmp_path / "model_fn" / "graph.json").read_text())["graph"]
+    graph = json.loads((tmp_path / "model_fn" / "graph.json").read_text())
     assert graph["variables"] == [] and graph["tables"] == [
         {"name": "sparse_embedding/weight", "initializer": {"kind": "normal", "stddev": 0.1}}]
 
@@ -442,3 +442,43 @@ def test_text_rows_of_tokens_hashed_in_the_parse_function(tmp_path):
     assert metrics["global_step"] == 3 * 30000 // 500
     print("AUC", metrics["auc"])
     assert metrics["auc"] > 0.8, metrics  # measured 0.845
+
+
+def test_the_cli_runs_a_traced_graph_with_no_python(tmp_path):
+    """MODEL_DIR/graph.json is what a YAML job names: `shoal train` and a `shoal launch` cluster
+    (C++ processes only) train the traced linear regression from a CSV file."""
+    shoal_bin = os.environ.get("SHOAL_BIN")
+    if not shoal_bin:
+        pytest.skip("SHOAL_BIN (the CLI) is not set")
+    run(["main.py", str(tmp_path / "traced")])  # traces and writes graph.json
+    rng = np.random.default_rng(4)
+    with open(tmp_path / "data.csv", "w") as f:
+        f.write("x,y\n")
+        for x in rng.uniform(size=4000):
+            f.write(f"{x:.6f},{0.8 * x + 1:.6f}\n")
+    (tmp_path / "job.yaml").write_text(f"""\
+features:
+  numeric: [{{name: x}}]
+  label: y
+model: {{type: graph, graph: {tmp_path / "traced" / "graph.json"}}}
+optimizer: {{name: adam, learning_rate: 0.05}}
+input:
+  train:
+    files: [data.csv]
+    format: csv
+    schema: [{{name: x, type: float}}, {{name: y, type: float}}]
+    batch_size: 20
+    num_epochs: 3
+""")
+    for command in (["train", str(tmp_path / "job.yaml"), "--model-dir", str(tmp_path / "one")],
+                    ["launch", "--ps", "1", "--workers", "1", str(tmp_path / "job.yaml"),
+                     "--model-dir", str(tmp_path / "cluster")]):
+        out = subprocess.run([shoal_bin] + command, capture_output=True, text=True, timeout=300,
+                             env=dict(os.environ, PYTHONPATH="/nonexistent"))
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+        from shoal import _core
+        model_dir = command[command.index("--model-dir") + 1]
+        checkpoint = _core.latest_checkpoint(model_dir)
+        w = float(np.ravel(_core.variable_value(checkpoint, "x"))[0])
+        b = float(np.ravel(_core.variable_value(checkpoint, "b"))[0])
+        assert abs(w - 0.8) < 0.1 and abs(b - 1.0) < 0.1, (command[0], w, b)

@@ -501,7 +501,8 @@ class Estimator:
         return {}
 
 
-_GRAPH_FILE = "graph.json"
+_GRAPH_FILE = "graph.json"  # the graph itself: `model: {type: graph, graph: MODEL_DIR/graph.json}`
+_GRAPH_INPUTS_FILE = "graph_inputs.json"  # what it was traced on, and its optimizer
 
 
 def graph_specs(result):
@@ -544,24 +545,27 @@ def graph_specs(result):
 
 
 def _save_graph(model_dir, traced, features, label):
-    """MODEL_DIR/graph.json: the traced graph with the features and labels it was traced on
-    (docs/formats.md, "Traced graph"), for a later export or prediction in another process."""
+    """MODEL_DIR/graph.json, the traced graph (docs/formats.md, "Traced graph"), which a YAML job
+    names to run the model with no Python (`shoal train`, `shoal launch`), and
+    MODEL_DIR/graph_inputs.json, the features and labels it was traced on and its optimizer, for
+    a later export or prediction in another process."""
     if "://" in model_dir:
         return
     os.makedirs(model_dir, exist_ok=True)
-    record = {"graph": traced.graph,
-              "features": {k: [v[0], list(v[1])] + list(v[2:]) for k, v in features.items()},
+    inputs = {"features": {k: [v[0], list(v[1])] + list(v[2:]) for k, v in features.items()},
               "label": [label[0], list(label[1])] if label else None,
               "optimizer": traced.optimizer.config() if traced.optimizer else None}
-    path = os.path.join(model_dir, _GRAPH_FILE)
-    staging = f"{path}.tmp-{os.getpid()}"  # the members of a cluster may write at once
-    with open(staging, "w", encoding="utf-8") as f:
-        json.dump(record, f)
-    os.replace(staging, path)
+    for name, record in ((_GRAPH_FILE, traced.graph), (_GRAPH_INPUTS_FILE, inputs)):
+        path = os.path.join(model_dir, name)
+        staging = f"{path}.tmp-{os.getpid()}"  # the members of a cluster may write at once
+        with open(staging, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+        os.replace(staging, path)
 
 
 def _load_saved_graph(model_dir):
-    path = os.path.join(model_dir, _GRAPH_FILE)
+    """MODEL_DIR/graph_inputs.json (features, label, optimizer), or None."""
+    path = os.path.join(model_dir, _GRAPH_INPUTS_FILE)
     if "://" in model_dir or not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as f:
