@@ -15,6 +15,7 @@ and stopped at its end, even on failure; it stops by itself after an hour).
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -22,6 +23,9 @@ import urllib.request
 from collections import namedtuple
 
 import pytest
+
+from spark_test import (CRITEO_COLUMNS, CRITEO_DDL, PREDICT_ROWS, PREDICT_SCHEMA,
+                        sample_processes)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHOAL = os.path.abspath(os.environ.get("SHOAL_BIN", os.path.join(REPO, "build", "shoal")))
@@ -64,27 +68,11 @@ def rest(hadoop, path):
         return json.load(answer)
 
 
-def sample_processes(seen, marker):
-    """Adds every process's command line to seen["cmdlines"], and the environment of those whose
-    command line holds `marker` to seen["environ"]."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ")
-            seen["cmdlines"].add(cmdline)
-            if marker and marker in cmdline:
-                with open(f"/proc/{entry}/environ", "rb") as f:
-                    seen["environ"][cmdline] = f.read()
-        except OSError:
-            continue
-
-
 def spark_submit(hadoop, run_dir, deploy_mode, args, marker=None, timeout=420):
     """`spark-submit --master yarn --deploy-mode MODE ARGS...` as a user runs it, with the Hadoop
     client configuration of the minicluster; samples the processes while it runs."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "tmp").mkdir(exist_ok=True)
     home = spark_home()
     command = [SPARK_SUBMIT, "--master", "yarn", "--deploy-mode", deploy_mode,
                # Spark's jars are on every node already (here: pyspark's); without this, each
@@ -96,14 +84,17 @@ def spark_submit(hadoop, run_dir, deploy_mode, args, marker=None, timeout=420):
     env = {k: v for k, v in os.environ.items()
            if k not in ("SPARK_CONF_DIR", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")}
     env.update(SPARK_HOME=home, HADOOP_CONF_DIR=str(hadoop.conf), YARN_CONF_DIR=str(hadoop.conf),
-               PYSPARK_PYTHON=SYSTEM_PYTHON, SPARK_LOCAL_IP="127.0.0.1")
+               PYSPARK_PYTHON=SYSTEM_PYTHON, SPARK_LOCAL_IP="127.0.0.1",
+               # The JVM's temporary files (Spark's local directories) stay in the test's.
+               SPARK_SUBMIT_OPTS=f"-Djava.io.tmpdir={run_dir / 'tmp'}")
     seen = {"cmdlines": set(), "environ": {}}
     start = time.monotonic()
     with open(run_dir / "stdout", "wb") as out, open(run_dir / "stderr", "wb") as err:
         process = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=run_dir)
         try:
             while process.poll() is None:
-                sample_processes(seen, marker.encode() if marker else None)
+                # (b"\0" is in no command line: sample_processes writes them with spaces.)
+                sample_processes(seen, marker.encode() if marker else b"\0")
                 time.sleep(0.2)
                 if time.monotonic() - start > timeout:
                     pytest.fail(f"spark-submit in {run_dir} still running after {timeout} s")
@@ -161,3 +152,285 @@ def test_the_minicluster_runs_a_pyspark_application_on_yarn(hadoop, workdir):
     # The application master and two executors, each a container of its own.
     assert len(app_containers(hadoop, result.app_id)) == 3, app_containers(hadoop, result.app_id)
 
+
+# --- shoal.spark on YARN: the launcher's applications (docs/spark.md, "YARN") ------------------
+
+DRIVER = os.path.join(REPO, "python", "tests", "spark_driver.py")
+# One container per member: the executors' memory is the JVM's heap plus the overhead, which
+# holds the Python workers and the shoal process (docs/spark.md, "YARN": the memory settings).
+EXECUTORS = ["--num-executors", "4", "--executor-cores", "1", "--executor-memory", "512m",
+             "--conf", "spark.executor.memoryOverhead=512m",
+             "--conf", "spark.dynamicAllocation.enabled=false"]
+
+Application = namedtuple("Application", "submitted results secrets run_dir")
+
+
+def hdfs_uri(hadoop, path):
+    return f"hdfs://127.0.0.1:{hadoop.rpc_port}{path}"
+
+
+def shoal_env(hadoop):
+    return dict(os.environ, SHOAL_HDFS_HTTP_PORTS=f"{hadoop.rpc_port}:{hadoop.http_port}")
+
+
+def shoal_fs(hadoop, *args):
+    out = subprocess.run([SHOAL, "fs", *args], capture_output=True, text=True, timeout=120,
+                         env=shoal_env(hadoop))
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.fixture(scope="module")
+def data(hadoop, workdir):
+    """20,000 generated CTR rows in 4 files and 2,000 of the last as CSV with an id, uploaded to
+    HDFS (/data); returns the local directory (generator.json: best_auc)."""
+    out = workdir / "data"
+    subprocess.run([SHOAL, "gen-data", "ctr", "--rows", "20000", "--files", "4",
+                    "--max-vocabulary", "100", "--seed", "1", "--out", str(out)], check=True,
+                   capture_output=True, timeout=120)
+    with open(out / "part-00003.txt") as source, open(out / "predict.csv", "w") as csv:
+        csv.write(",".join(["id"] + CRITEO_COLUMNS) + "\n")
+        for i, line in zip(range(PREDICT_ROWS), source):
+            csv.write(f"{i},{line.rstrip(chr(10)).replace(chr(9), ',')}\n")
+    shoal_fs(hadoop, "mkdir", "-p", hdfs_uri(hadoop, "/data"), hdfs_uri(hadoop, "/models"))
+    for name in [f"part-0000{i}.txt" for i in range(4)] + ["predict.csv"]:
+        shoal_fs(hadoop, "cp", str(out / name), hdfs_uri(hadoop, f"/data/{name}"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def shipped(workdir):
+    """What users ship: the package zipped for --py-files, the binary as it is (--files) and in
+    an archive holding bin/shoal (--archives shoal.tgz#shoal), the config (--files)."""
+    ship = workdir / "ship"
+    site = ship / "site"
+    shutil.copytree(os.path.join(REPO, "python", "shoal"), site / "shoal",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    package = shutil.make_archive(str(ship / "shoal-python"), "zip", root_dir=site,
+                                  base_dir="shoal")
+    (ship / "bin").mkdir()
+    shutil.copy(SHOAL, ship / "bin" / "shoal")
+    subprocess.run(["tar", "czf", str(ship / "shoal.tgz"), "-C", str(ship), "bin/shoal"],
+                   check=True, timeout=120)
+    config = ship / "wide_deep.yaml"
+    shutil.copy(os.path.join(REPO, "examples", "ctr", "config.yaml"), config)
+    return {"package": package, "archive": str(ship / "shoal.tgz"), "config": str(config)}
+
+
+def submit_driver(hadoop, workdir, name, deploy_mode, ship_args, calls):
+    """spark_driver.py with `calls` as an application on YARN. Its spec, results and the secrets
+    it records are local files, which a driver in cluster mode writes from its container: the
+    cluster is on this machine."""
+    run_dir = workdir / name
+    run_dir.mkdir()
+    spec = {"calls": calls, "secret_file": str(run_dir / "secrets.json"),
+            "ui_file": str(run_dir / "ui.json")}
+    (run_dir / "spec.json").write_text(json.dumps(spec))
+    args = [*EXECUTORS, "--conf",
+            f"spark.executorEnv.SHOAL_HDFS_HTTP_PORTS={hadoop.rpc_port}:{hadoop.http_port}",
+            *ship_args, DRIVER, str(run_dir / "spec.json"), str(run_dir / "results.json")]
+    submitted = spark_submit(hadoop, run_dir, deploy_mode, args,
+                             marker=hdfs_uri(hadoop, "/models/"))
+    code = submitted.returncode  # not in the assertion: its repr holds the members' environment
+    assert code == 0, submitted.stdout[-3000:] + submitted.stderr[-5000:]
+    results = json.loads((run_dir / "results.json").read_text())
+    secrets_file = run_dir / "secrets.json"  # none when no job started
+    secrets = json.loads(secrets_file.read_text()) if secrets_file.exists() else []
+    return Application(submitted, results, secrets, run_dir)
+
+
+def overrides(hadoop, train="part-0000[0-2].txt"):
+    return {"input.train.files": [hdfs_uri(hadoop, f"/data/{train}")],
+            "input.eval.files": [hdfs_uri(hadoop, "/data/part-00003.txt")],
+            "run.log_step_count_steps": 50}
+
+
+@pytest.fixture(scope="module")
+def client_mode(hadoop, workdir, data, shipped):
+    """Client deploy mode, files input: the binary in an archive (--archives shoal.tgz#shoal),
+    data and model_dir on HDFS; then a job larger than the application."""
+    calls = [
+        {"name": "train", "kwargs": {"config": "wide_deep.yaml", "num_workers": 1, "num_ps": 1,
+                                     "evaluator": True, "overrides": overrides(hadoop),
+                                     "model_dir": hdfs_uri(hadoop, "/models/files"),
+                                     "timeout_secs": 300}},
+        {"name": "too_many", "kwargs": {"config": "wide_deep.yaml", "num_workers": 5,
+                                        "num_ps": 1,
+                                        "model_dir": hdfs_uri(hadoop, "/models/too-many")}},
+    ]
+    ship = ["--conf", "spark.yarn.am.memory=256m", "--py-files", shipped["package"],
+            "--archives", f"{shipped['archive']}#shoal", "--files", shipped["config"]]
+    return submit_driver(hadoop, workdir, "client-mode", "client", ship, calls)
+
+
+@pytest.fixture(scope="module")
+def cluster_mode(hadoop, workdir, data, shipped):
+    """Cluster deploy mode (the driver in YARN's application master), input_mode="spark": trains
+    on DataFrames read from HDFS, staged under model_dir on HDFS, then scores a DataFrame."""
+    def criteo(path, partitions):
+        return {"path": hdfs_uri(hadoop, path), "schema": CRITEO_DDL, "sep": "\t",
+                "partitions": partitions}
+
+    model_dir = hdfs_uri(hadoop, "/models/spark")
+    calls = [
+        {"name": "train", "dataframes": {"train_data": criteo("/data/part-0000[0-1].txt", 4),
+                                         "eval_data": criteo("/data/part-00003.txt", 2)},
+         "kwargs": {"config": "wide_deep.yaml", "num_workers": 1, "num_ps": 1,
+                    "evaluator": False, "input_mode": "spark",
+                    "overrides": {"run.log_step_count_steps": 50}, "model_dir": model_dir,
+                    "timeout_secs": 300}},
+        {"name": "predict", "function": "predict",
+         "dataframes": {"dataframe": {"path": hdfs_uri(hadoop, "/data/predict.csv"),
+                                      "schema": "id BIGINT, " + CRITEO_DDL, "header": True,
+                                      "partitions": 3}},
+         "kwargs": {"config": "wide_deep.yaml", "num_workers": 1, "num_ps": 1,
+                    "passthrough": ["id"], "model_dir": model_dir, "timeout_secs": 240}},
+    ]
+    ship = ["--driver-memory", "512m", "--py-files", shipped["package"],
+            "--files", f"{SHOAL},{shipped['config']}"]
+    return submit_driver(hadoop, workdir, "cluster-mode", "cluster", ship, calls)
+
+
+def member_logs(hadoop, app_id):
+    """{member name: [log paths]} of an application, from its containers' log directories."""
+    logs = {}
+    for container in app_containers(hadoop, app_id):
+        for path in container.glob("shoal-stage*-*.log"):
+            role, index = re.match(r"shoal-stage\d+-(\w+)-(\d+)\.log", path.name).groups()
+            logs.setdefault(f"{role}:{index}", []).append(path)
+    return logs
+
+
+def check_trained(summary, data, examples):
+    """A job that trained 3 epochs of `examples` rows and evaluated. The AUC is what these short
+    asynchronous jobs reach steadily (0.68 to 0.70; the generator's best is about 0.78); their
+    calibration, hence the loss, varies more from run to run (0.52 to 0.66 seen on 10,000 rows):
+    it is only required to beat a coin (ln 2)."""
+    best_auc = json.loads((data / "generator.json").read_text())["best_auc"]
+    assert summary["stop_reason"] == "input exhausted", summary
+    assert 0.62 < summary["metrics"]["auc"] <= best_auc + 0.01, (summary, best_auc)
+    assert 0 < summary["metrics"]["loss"] < 0.693, summary
+    # 3 epochs at batch 256 over `examples` rows; each data task may end in a short batch.
+    steps = 3 * examples / 256
+    assert steps <= summary["global_step"] <= steps + 15, summary
+
+
+def test_trains_in_client_mode_from_hdfs_with_the_binary_in_an_archive(client_mode, hadoop,
+                                                                       data):
+    summary = client_mode.results["train"]["summary"]
+    check_trained(summary, data, 15000)
+    # model_dir is on HDFS: the summary comes from the chief's report (docs/spark.md).
+    assert summary["source"] == "chief log", summary
+    export = summary["export_path"]
+    assert re.fullmatch(re.escape(hdfs_uri(hadoop, "/models/files/export/final/")) + r"\d+",
+                        export), summary
+    assert "export.json" in shoal_fs(hadoop, "ls", export).split()
+    assert f"ckpt-{summary['global_step']}" in shoal_fs(hadoop, "ls",
+                                                        hdfs_uri(hadoop, "/models/files"))
+    # Every member ran in a container of its own, found the binary YARN unpacked there, and
+    # logged into the container's log directory (what `yarn logs` collects).
+    app_id = client_mode.results["application_id"]
+    logs = member_logs(hadoop, app_id)
+    assert sorted(logs) == ["chief:0", "evaluator:0", "ps:0", "worker:0"], logs
+    containers = [paths[0].parent for paths in logs.values()]
+    assert all(len(paths) == 1 for paths in logs.values()) and len(set(containers)) == 4, logs
+    executor_logs = "".join(p.read_text(errors="replace")
+                            for c in containers for p in c.glob("stderr*"))
+    assert re.search(r"shoal\.spark: chief:0 at [\w.-]+:\d+: shoal run", executor_logs)
+    assert "/shoal/bin/shoal run " in "".join(
+        c.decode(errors="replace") for c in client_mode.submitted.seen["cmdlines"])
+
+
+def test_a_job_larger_than_the_yarn_application_is_refused_before_any_stage(client_mode):
+    result = client_mode.results["too_many"]
+    assert result.get("error") == "SparkSettingsError", result
+    assert "needs 8 task slots at once (1 ps, 1 chief, 5 workers, 1 evaluator)" in \
+        result["message"], result
+    assert "has 4" in result["message"] and "spark.executor.instances" in result["message"]
+    assert result["seconds"] < 30, result
+
+
+def single_process_scores(hadoop, config, model_dir, path):
+    section = {"files": [str(path)], "format": "csv", "header": True, "schema": PREDICT_SCHEMA,
+               "batch_size": 4096}
+    out = subprocess.run([SHOAL, "predict", config, "--model-dir", model_dir,
+                          "--set", f"input.eval={json.dumps(section)}", "--passthrough", "id"],
+                         capture_output=True, text=True, timeout=120, env=shoal_env(hadoop))
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    return {line["id"]: line["logistic"][0] for line in lines}
+
+
+def test_trains_on_dataframes_and_predicts_in_cluster_mode(cluster_mode, hadoop, data,
+                                                           shipped):
+    train = cluster_mode.results["train"]
+    assert "summary" in train, train
+    check_trained(train["summary"], data, 10000)
+    model_dir = hdfs_uri(hadoop, "/models/spark")
+    # The staged CSV went to model_dir/spark-staging on HDFS and was removed after each job.
+    assert shoal_fs(hadoop, "ls", f"{model_dir}/spark-staging").split() == []
+    # The driver ran in the application master's container: its log is there.
+    app_id = cluster_mode.results["application_id"]
+    driver_log = "".join(p.read_text(errors="replace")
+                         for p in app_containers(hadoop, app_id)[0].glob("std*"))
+    assert re.search(r"staged train_data: 10000 rows of 4 Spark partitions into 4 part files in "
+                     + re.escape(model_dir) + r"/spark-staging/\w+/train", driver_log), \
+        driver_log[-3000:]
+
+    result = cluster_mode.results["predict"]
+    assert "rows" in result, result
+    assert result["summary"]["rows"] == PREDICT_ROWS, result["summary"]
+    assert result["summary"]["output_dir"].startswith(f"{model_dir}/spark-predictions/")
+    assert sorted(row["id"] for row in result["rows"]) == list(range(PREDICT_ROWS))
+    reference = single_process_scores(hadoop, shipped["config"], model_dir,
+                                      data / "predict.csv")
+    assert len(reference) == PREDICT_ROWS
+    for row in result["rows"]:
+        assert row["logistic"][0] == pytest.approx(reference[row["id"]], abs=1e-5), row
+
+
+def rm_pages(hadoop):
+    """What the ResourceManager's REST API tells about every application and its attempts."""
+    pages = [json.dumps(rest(hadoop, "/ws/v1/cluster/apps"))]
+    for app in rest(hadoop, "/ws/v1/cluster/apps")["apps"]["app"]:
+        pages.append(json.dumps(rest(hadoop, f"/ws/v1/cluster/apps/{app['id']}/appattempts")))
+    return "\n".join(pages)
+
+
+def test_the_job_secret_is_in_no_yarn_log_launch_script_rest_page_or_command_line(
+        client_mode, cluster_mode, hadoop):
+    secrets = client_mode.secrets + cluster_mode.secrets
+    assert len(client_mode.secrets) == 1 and len(cluster_mode.secrets) == 2, secrets
+    # It did reach the members: their environment held it while they ran.
+    held = [env for env in client_mode.submitted.seen["environ"].values()
+            if f"SHOAL_JOB_SECRET={client_mode.secrets[0]}".encode() in env.split(b"\0")]
+    assert held, "no member was seen with the job's secret"
+    # Everything YARN kept: the containers' logs (executors', the driver's in cluster mode,
+    # members'), and the applications' working directories with their launch scripts.
+    # (The NodeManager removes its private copies of a finished container's files meanwhile.)
+    files = {}
+    for path in (hadoop.dir / "yarn").rglob("*"):
+        try:
+            files[path] = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+    scripts = [p for p in files if p.name == "launch_container.sh"]
+    assert len(scripts) >= 10, scripts  # both applications' containers
+    # They hold the executors' environment (spark.executorEnv.*): the place a secret passed by
+    # the environment would be.
+    assert any(b"SHOAL_HDFS_HTTP_PORTS" in files[p] for p in scripts)
+    rest_pages = rm_pages(hadoop)
+    assert client_mode.results["application_id"] in rest_pages
+    for secret in secrets:
+        token = secret.encode()
+        for path, content in files.items():
+            assert token not in content, path
+        assert secret not in rest_pages
+        for app in (client_mode, cluster_mode):
+            assert secret not in app.submitted.stdout and secret not in app.submitted.stderr
+            assert not [c for c in app.submitted.seen["cmdlines"] if token in c]
+            assert secret not in (app.run_dir / "ui.json").read_text()
+    # The Spark UI's pages were read (through YARN's proxy for the driver in cluster mode).
+    for app in (client_mode, cluster_mode):
+        pages = (app.run_dir / "ui.json").read_text()
+        assert '"spark.app.id"' in pages or "spark.app.id" in pages, pages[:2000]
