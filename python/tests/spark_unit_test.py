@@ -135,6 +135,25 @@ def test_too_few_slots_fail_at_once_when_the_conf_expects_no_more():
     assert clock.now == 0
 
 
+def test_on_yarn_executors_not_granted_are_blamed_on_the_queue_with_its_settings():
+    clock = FakeClock()
+    conf = {"spark.master": "yarn", "spark.executor.instances": "4", "spark.executor.cores": "1",
+            "spark.yarn.queue": "small"}
+    with pytest.raises(SparkSettingsError) as e:
+        checks.wait_for_slots(lambda: 1, 4, "1 ps, 1 chief, 1 worker, 1 evaluator", conf, 120,
+                              10, clock=clock, sleep=clock.sleep)
+    message = str(e.value)
+    assert "needs 4 task slots" in message and "has 1" in message, message
+    assert "asked for 4 slots (spark.executor.instances=4 x spark.executor.cores=1)" in message
+    assert "the queue 'small' (spark.yarn.queue) has no room for the others" in message, message
+    for setting in (".maximum-capacity", "spark.executor.memoryOverhead"):
+        assert setting in message, message
+    # An application that got what it asked for, but asked for too little, is told only that.
+    with pytest.raises(SparkSettingsError) as e:
+        checks.wait_for_slots(lambda: 4, 8, "x", conf, 120, 10, clock=clock, sleep=clock.sleep)
+    assert "queue" not in str(e.value), str(e.value)
+
+
 def test_no_executor_at_all_fails_at_the_timeout():
     clock = FakeClock()
     with pytest.raises(SparkSettingsError, match="has 0"):

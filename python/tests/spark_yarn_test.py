@@ -291,6 +291,20 @@ def cluster_mode(hadoop, workdir, data, shipped):
     return submit_driver(hadoop, workdir, "cluster-mode", "cluster", ship, calls)
 
 
+@pytest.fixture(scope="module")
+def small_queue(hadoop, workdir, data, shipped):
+    """Client mode into the queue `small` (25 % of the node: room for the application master and
+    one of the four executors asked for), and a job of four processes."""
+    calls = [{"name": "train", "kwargs": {"config": "wide_deep.yaml", "num_workers": 1,
+                                          "num_ps": 1, "evaluator": True,
+                                          "overrides": overrides(hadoop),
+                                          "model_dir": hdfs_uri(hadoop, "/models/small"),
+                                          "slot_wait_secs": 90}}]
+    ship = ["--queue", "small", "--conf", "spark.yarn.am.memory=256m",
+            "--py-files", shipped["package"], "--files", f"{SHOAL},{shipped['config']}"]
+    return submit_driver(hadoop, workdir, "small-queue", "client", ship, calls)
+
+
 def member_logs(hadoop, app_id):
     """{member name: [log paths]} of an application, from its containers' log directories."""
     logs = {}
@@ -348,6 +362,26 @@ def test_a_job_larger_than_the_yarn_application_is_refused_before_any_stage(clie
         result["message"], result
     assert "has 4" in result["message"] and "spark.executor.instances" in result["message"]
     assert result["seconds"] < 30, result
+
+
+def test_a_queue_too_small_for_the_job_is_refused_before_any_stage_naming_the_settings(
+        small_queue, hadoop):
+    result = small_queue.results["train"]
+    assert result.get("error") == "SparkSettingsError", result
+    message = result["message"]
+    assert "needs 4 task slots at once (1 ps, 1 chief, 1 worker, 1 evaluator)" in message, message
+    assert "has 1 " in message, message
+    assert "the queue 'small' (spark.yarn.queue) has no room for the others" in message, message
+    for setting in ("spark.executor.instances", ".maximum-capacity",
+                    "spark.executor.memoryOverhead"):
+        assert setting in message, message
+    # Once the one executor YARN granted has registered, the count settles (slot_settle_secs,
+    # 10 s) well before slot_wait_secs (90 s).
+    assert result["seconds"] < 60, result
+    app_id = small_queue.results["application_id"]
+    assert rest(hadoop, f"/ws/v1/cluster/apps/{app_id}")["app"]["queue"] == "root.small"
+    assert member_logs(hadoop, app_id) == {}  # no member started: no stage ran
+    assert shoal_fs(hadoop, "ls", hdfs_uri(hadoop, "/models")).split().count("small") == 0
 
 
 def single_process_scores(hadoop, config, model_dir, path):
