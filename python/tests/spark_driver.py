@@ -8,7 +8,7 @@ A call is shoal.spark.run's, or with "function": "predict" shoal.spark.predict's
 names keyword arguments that are DataFrames read from CSV: {"train_data": {"path": ..., "schema":
 DDL, "sep": ",", "header": false, "partitions": 4}}. Each call's result is {"summary": {...}}
 (for predict: the summary and "rows", the returned DataFrame's rows) or {"error": CLASS,
-"message": TEXT}, with "seconds"; "application_id" is the Spark application's (the name of its
+"message": TEXT}, with "seconds" and "ended_at" (Unix time); "application_id" is the Spark application's (the name of its
 event log).
 The job secrets shoal.spark makes are recorded in secret_file (the test looks for them in every
 log it can read, and must know them to do so); the Spark UI's REST pages of this application
@@ -87,6 +87,7 @@ def main(spec_path, result_path):
             except Exception as e:  # noqa: BLE001 - the test checks which one
                 outcome = {"error": type(e).__name__, "message": str(e)}
             outcome["seconds"] = time.monotonic() - start
+            outcome["ended_at"] = time.time()
             results[call["name"]] = outcome
             print(f"spark_driver: {call['name']}: {json.dumps(outcome)[:300]}", flush=True)
         with open(spec["ui_file"], "w") as f:

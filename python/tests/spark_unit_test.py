@@ -462,6 +462,29 @@ def test_a_failure_without_a_member_s_message_keeps_spark_s_reason_and_hints():
     assert "--py-files" in message
 
 
+def test_a_task_lost_with_its_executor_is_named_with_spark_s_reason_and_what_to_do():
+    """What Spark on YARN says when a member's executor is killed (python_spark_yarn kills one)."""
+    text = ("An error occurred while calling o81.collectAndServe.\n: org.apache.spark."
+            "SparkException: Job aborted due to stage failure: Could not recover from a failed "
+            "barrier ResultStage. Most recent failure reason: Stage failed because barrier task "
+            "ResultTask(0, 2) finished unsuccessfully.\nExecutorLostFailure (executor 3 exited "
+            "caused by one of the running tasks) Reason: Container from a bad node: "
+            "container_1_0001_01_000004 on host: nm7. Exit status: 137. Diagnostics: Container "
+            "killed on request. Exit code is 137\n\tat org.apache.spark.X\n")
+    members = plan_members(1, 1, True)
+    message = job._spark_failure(Exception(text), members)
+    lines = message.splitlines()
+    assert lines[0].startswith("worker:0 (partition 2) lost its executor: ExecutorLostFailure "
+                               "(executor 3 exited"), message
+    assert "Exit status: 137" in lines[0], message
+    assert lines[1].startswith("Job aborted due to stage failure: Could not recover"), message
+    assert "run it again, and it resumes from the last checkpoint" in lines[-1], message
+    # Without the members (write_tfrecords, whose tasks Spark retries), the reason still comes
+    # first, without the advice.
+    plain = job._spark_failure(Exception(text))
+    assert plain.startswith("a task lost its executor: ") and "checkpoint" not in plain, plain
+
+
 CHIEF_REPORT = """\
 I1122 00:12:37.841309 32565 coordinator.cc:223] completion: final evaluation (120ms after the stop)
 trained: global_step 176, 26875 examples on the chief, 1.2 s (input exhausted)

@@ -6,7 +6,11 @@ own (`spark.yarn.jars=local:...`), and the system's python3 on the driver and in
 which get pyspark from Spark itself (pyspark.zip) and shoal from --py-files.
 
 One cluster serves the whole file (a module fixture, started in the test's temporary directory
-and stopped at its end, even on failure; it stops by itself after an hour).
+and stopped at its end, even on failure; it stops by itself after an hour), and three
+applications of spark_driver.py serve its tests: `client_mode` (files input: training, a job
+larger than the application, a job whose worker's executor is killed mid-training and its rerun),
+`small_queue` (a job the queue `small` cannot hold) and `cluster_mode` (training on DataFrames,
+then predicting). About 4.5 minutes on 2 cores.
 
     SHOAL_BIN=build/shoal $(SHOAL_VENV=~/.cache/shoal/venv-spark \\
       SHOAL_REQUIREMENTS=scripts/requirements-spark.txt scripts/python-env.sh) \\
@@ -16,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -68,9 +73,10 @@ def rest(hadoop, path):
         return json.load(answer)
 
 
-def spark_submit(hadoop, run_dir, deploy_mode, args, marker=None, timeout=420):
+def spark_submit(hadoop, run_dir, deploy_mode, args, marker=None, timeout=420, watch=None):
     """`spark-submit --master yarn --deploy-mode MODE ARGS...` as a user runs it, with the Hadoop
-    client configuration of the minicluster; samples the processes while it runs."""
+    client configuration of the minicluster; samples the processes while it runs, and calls
+    `watch(run_dir)` as often."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "tmp").mkdir(exist_ok=True)
     home = spark_home()
@@ -95,6 +101,8 @@ def spark_submit(hadoop, run_dir, deploy_mode, args, marker=None, timeout=420):
             while process.poll() is None:
                 # (b"\0" is in no command line: sample_processes writes them with spaces.)
                 sample_processes(seen, marker.encode() if marker else b"\0")
+                if watch is not None:
+                    watch(run_dir)
                 time.sleep(0.2)
                 if time.monotonic() - start > timeout:
                     pytest.fail(f"spark-submit in {run_dir} still running after {timeout} s")
@@ -115,42 +123,15 @@ def app_containers(hadoop, app_id):
                                   "container_*"))
 
 
-SQUARES = """
-from pyspark.sql import SparkSession
-spark = SparkSession.builder.getOrCreate()
-sc = spark.sparkContext
-total = sc.parallelize(range(1000), 2).map(lambda x: x * x).sum()
-pythons = sorted(set(sc.parallelize(range(2), 2).map(lambda _: __import__("sys").executable).collect()))
-print("RESULT", total, pythons, flush=True)
-spark.stop()
-"""
-
-
-def test_the_minicluster_runs_a_pyspark_application_on_yarn(hadoop, workdir):
-    """The cluster as scripts/hdfs-minicluster.sh --yarn makes it: one NodeManager with the
-    memory it was given, the two queues; and a PySpark application in client mode whose two
-    executors are YARN containers running the system's python3."""
+def test_the_minicluster_has_one_node_with_its_memory_and_two_queues(hadoop):
+    """The cluster as scripts/hdfs-minicluster.sh --yarn makes it, from the ResourceManager's
+    REST API: one running NodeManager offering the memory it was given, the two queues."""
     nodes = rest(hadoop, "/ws/v1/cluster/nodes")["nodes"]["node"]
     assert [(n["state"], n["availMemoryMB"] + n["usedMemoryMB"]) for n in nodes] == [
         ("RUNNING", 8192)], nodes
     scheduler = rest(hadoop, "/ws/v1/cluster/scheduler")["scheduler"]["schedulerInfo"]
     queues = {q["queueName"]: q["capacity"] for q in scheduler["queues"]["queue"]}
     assert queues == {"default": 75.0, "small": 25.0}, queues
-
-    run_dir = workdir / "squares"
-    run_dir.mkdir()
-    (run_dir / "squares.py").write_text(SQUARES)
-    result = spark_submit(hadoop, run_dir, "client",
-                          ["--num-executors", "2", "--executor-cores", "1",
-                           "--executor-memory", "512m", "--conf", "spark.yarn.am.memory=256m",
-                           str(run_dir / "squares.py")])
-    assert result.returncode == 0, result.stderr[-5000:]
-    assert f"RESULT 332833500 ['{SYSTEM_PYTHON}']" in result.stdout, result.stdout[-2000:]
-    app = rest(hadoop, f"/ws/v1/cluster/apps/{result.app_id}")["app"]
-    assert (app["state"], app["finalStatus"], app["queue"]) == ("FINISHED", "SUCCEEDED",
-                                                                "root.default"), app
-    # The application master and two executors, each a container of its own.
-    assert len(app_containers(hadoop, result.app_id)) == 3, app_containers(hadoop, result.app_id)
 
 
 # --- shoal.spark on YARN: the launcher's applications (docs/spark.md, "YARN") ------------------
@@ -217,7 +198,7 @@ def shipped(workdir):
     return {"package": package, "archive": str(ship / "shoal.tgz"), "config": str(config)}
 
 
-def submit_driver(hadoop, workdir, name, deploy_mode, ship_args, calls):
+def submit_driver(hadoop, workdir, name, deploy_mode, ship_args, calls, watch=None):
     """spark_driver.py with `calls` as an application on YARN. Its spec, results and the secrets
     it records are local files, which a driver in cluster mode writes from its container: the
     cluster is on this machine."""
@@ -230,7 +211,7 @@ def submit_driver(hadoop, workdir, name, deploy_mode, ship_args, calls):
             f"spark.executorEnv.SHOAL_HDFS_HTTP_PORTS={hadoop.rpc_port}:{hadoop.http_port}",
             *ship_args, DRIVER, str(run_dir / "spec.json"), str(run_dir / "results.json")]
     submitted = spark_submit(hadoop, run_dir, deploy_mode, args,
-                             marker=hdfs_uri(hadoop, "/models/"))
+                             marker=hdfs_uri(hadoop, "/models/"), watch=watch)
     code = submitted.returncode  # not in the assertion: its repr holds the members' environment
     assert code == 0, submitted.stdout[-3000:] + submitted.stderr[-5000:]
     results = json.loads((run_dir / "results.json").read_text())
@@ -246,9 +227,16 @@ def overrides(hadoop, train="part-0000[0-2].txt"):
 
 
 @pytest.fixture(scope="module")
-def client_mode(hadoop, workdir, data, shipped):
+def client_mode(hadoop, workdir, data, shipped, killer):
     """Client deploy mode, files input: the binary in an archive (--archives shoal.tgz#shoal),
-    data and model_dir on HDFS; then a job larger than the application."""
+    data and model_dir on HDFS; then a job larger than the application; then a job of 8 epochs
+    whose worker's executor the killer kills once a checkpoint after step 0 exists, and the same
+    job again (YARN replaces the lost executor)."""
+    killed_job = {"config": "wide_deep.yaml", "num_workers": 1, "num_ps": 1, "evaluator": False,
+                  "overrides": dict(overrides(hadoop), **{"input.train.num_epochs": 8,
+                                                          "run.save_checkpoints_steps": 100,
+                                                          "run.save_checkpoints_secs": 0}),
+                  "model_dir": killer.model_dir, "timeout_secs": 240}
     calls = [
         {"name": "train", "kwargs": {"config": "wide_deep.yaml", "num_workers": 1, "num_ps": 1,
                                      "evaluator": True, "overrides": overrides(hadoop),
@@ -257,10 +245,12 @@ def client_mode(hadoop, workdir, data, shipped):
         {"name": "too_many", "kwargs": {"config": "wide_deep.yaml", "num_workers": 5,
                                         "num_ps": 1,
                                         "model_dir": hdfs_uri(hadoop, "/models/too-many")}},
+        {"name": "killed", "kwargs": killed_job},
+        {"name": "again", "kwargs": killed_job},
     ]
     ship = ["--conf", "spark.yarn.am.memory=256m", "--py-files", shipped["package"],
             "--archives", f"{shipped['archive']}#shoal", "--files", shipped["config"]]
-    return submit_driver(hadoop, workdir, "client-mode", "client", ship, calls)
+    return submit_driver(hadoop, workdir, "client-mode", "client", ship, calls, watch=killer)
 
 
 @pytest.fixture(scope="module")
@@ -305,6 +295,54 @@ def small_queue(hadoop, workdir, data, shipped):
     return submit_driver(hadoop, workdir, "small-queue", "client", ship, calls)
 
 
+class ExecutorKiller:
+    """Kills (SIGKILL) the executor JVM whose container runs worker:0 of the job training into
+    `model_dir`, once that job's chief has saved a checkpoint after step 0: what a lost node or a
+    container YARN kills looks like to Spark."""
+
+    def __init__(self, hadoop, model_dir):
+        self.hadoop = hadoop
+        self.model_dir = model_dir
+        self.killed_at = None
+        self.checkpoint = None
+
+    def __call__(self, run_dir):
+        if self.killed_at is not None:
+            return
+        found = re.search(r"application_\d+_\d+", (run_dir / "stderr").read_text(errors="replace"))
+        if not found:
+            return
+        logs = member_logs(self.hadoop, found.group(0))
+        for chief in logs.get("chief:0", []):
+            text = chief.read_text(errors="replace")
+            if f"{self.model_dir}/ckpt-" not in text:
+                continue
+            stage = chief.name.split("-chief-")[0]
+            worker = [p for p in logs.get("worker:0", []) if p.name.startswith(stage + "-")]
+            saved = [int(step) for step in re.findall(r"Saved checkpoint \S+/ckpt-(\d+)", text)]
+            if worker and [step for step in saved if step > 0]:
+                self.kill_executor(worker[0].parent, max(saved))
+
+    def kill_executor(self, container_log_dir, checkpoint):
+        flag = f"-Dspark.yarn.app.container.log.dir={container_log_dir}"
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            if flag in cmdline and "YarnCoarseGrainedExecutorBackend" in " ".join(cmdline):
+                os.kill(int(entry), signal.SIGKILL)
+                self.killed_at = time.time()
+                self.checkpoint = checkpoint
+                return
+
+
+@pytest.fixture(scope="module")
+def killer(hadoop):
+    return ExecutorKiller(hadoop, hdfs_uri(hadoop, "/models/killed"))
+
+
 def member_logs(hadoop, app_id):
     """{member name: [log paths]} of an application, from its containers' log directories."""
     logs = {}
@@ -344,15 +382,19 @@ def test_trains_in_client_mode_from_hdfs_with_the_binary_in_an_archive(client_mo
     # Every member ran in a container of its own, found the binary YARN unpacked there, and
     # logged into the container's log directory (what `yarn logs` collects).
     app_id = client_mode.results["application_id"]
-    logs = member_logs(hadoop, app_id)
+    logs = {name: [p for p in paths if p.name.startswith("shoal-stage0-")]
+            for name, paths in member_logs(hadoop, app_id).items()}
     assert sorted(logs) == ["chief:0", "evaluator:0", "ps:0", "worker:0"], logs
     containers = [paths[0].parent for paths in logs.values()]
     assert all(len(paths) == 1 for paths in logs.values()) and len(set(containers)) == 4, logs
     executor_logs = "".join(p.read_text(errors="replace")
                             for c in containers for p in c.glob("stderr*"))
     assert re.search(r"shoal\.spark: chief:0 at [\w.-]+:\d+: shoal run", executor_logs)
-    assert "/shoal/bin/shoal run " in "".join(
-        c.decode(errors="replace") for c in client_mode.submitted.seen["cmdlines"])
+    cmdlines = "\n".join(c.decode(errors="replace") for c in client_mode.submitted.seen["cmdlines"])
+    assert "/shoal/bin/shoal run " in cmdlines
+    # The containers' Python is the system's: it runs the supervisors (with nothing installed:
+    # pyspark from Spark's pyspark.zip, shoal from the --py-files zip).
+    assert f"{SYSTEM_PYTHON} -m shoal.spark.supervisor " in cmdlines
 
 
 def test_a_job_larger_than_the_yarn_application_is_refused_before_any_stage(client_mode):
@@ -382,6 +424,40 @@ def test_a_queue_too_small_for_the_job_is_refused_before_any_stage_naming_the_se
     assert rest(hadoop, f"/ws/v1/cluster/apps/{app_id}")["app"]["queue"] == "root.small"
     assert member_logs(hadoop, app_id) == {}  # no member started: no stage ran
     assert shoal_fs(hadoop, "ls", hdfs_uri(hadoop, "/models")).split().count("small") == 0
+
+
+def test_an_executor_killed_mid_training_fails_the_job_at_once_and_a_rerun_resumes(
+        client_mode, killer, hadoop, data):
+    app = client_mode
+    assert killer.killed_at is not None, "the worker's executor was never killed"
+    killed = app.results["killed"]
+    assert killed.get("error") == "ShoalJobError", killed
+    message = killed["message"]
+    # The member whose executor was lost, with Spark's reason (YARN's container exit status 137:
+    # SIGKILL), and what to do; no retry of the stage, no hang.
+    assert message.startswith("shoal.spark: the job's barrier stage failed:\nworker:0 "
+                              "(partition 2) lost its executor: ExecutorLostFailure"), message
+    assert "Exit status: 137" in message, message
+    assert "run it again, and it resumes from the last checkpoint in model_dir" in message
+    assert killed["ended_at"] - killer.killed_at < 60, (killed, killer.killed_at)
+    # Run again, the job resumes from the last checkpoint the killed one completed, with the
+    # data-task queue's state, and finishes its 8 epochs: the tasks leased after that checkpoint
+    # are trained again (at least once per task with failures), up to a checkpoint interval
+    # (100 steps) more than the 469 steps of 8 undisturbed epochs.
+    again = app.results["again"]
+    assert "summary" in again, again
+    summary = again["summary"]
+    assert summary["stop_reason"] == "input exhausted", summary
+    assert 8 * 15000 / 256 <= summary["global_step"] <= 8 * 15000 / 256 + 130, summary
+    assert summary["metrics"]["auc"] > 0.62, summary
+    resumed = [re.search(r"model ready at global step (\d+) \(from " + re.escape(killer.model_dir)
+                         + r"/ckpt-(\d+)\)", p.read_text(errors="replace"))
+               for p in member_logs(hadoop, app.results["application_id"])["chief:0"]]
+    resumed = [found for found in resumed if found and found.group(1) != "0"]
+    assert len(resumed) == 1, resumed
+    assert resumed[0].group(1) == resumed[0].group(2), resumed[0].group(0)
+    assert int(resumed[0].group(1)) >= killer.checkpoint > 0, (resumed[0].group(0),
+                                                                killer.checkpoint)
 
 
 def single_process_scores(hadoop, config, model_dir, path):
@@ -434,7 +510,7 @@ def rm_pages(hadoop):
 def test_the_job_secret_is_in_no_yarn_log_launch_script_rest_page_or_command_line(
         client_mode, cluster_mode, hadoop):
     secrets = client_mode.secrets + cluster_mode.secrets
-    assert len(client_mode.secrets) == 1 and len(cluster_mode.secrets) == 2, secrets
+    assert len(client_mode.secrets) == 3 and len(cluster_mode.secrets) == 2, secrets
     # It did reach the members: their environment held it while they ran.
     held = [env for env in client_mode.submitted.seen["environ"].values()
             if f"SHOAL_JOB_SECRET={client_mode.secrets[0]}".encode() in env.split(b"\0")]
