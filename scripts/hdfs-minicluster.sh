@@ -105,18 +105,31 @@ inputs_hash() {
   (cd "$project" && find pom.xml src -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16
 }
 
+# Whether the helper in $build is built from the current inputs, with every jar still there.
+built() {
+  local stamp="$build/stamp"
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$(inputs_hash)" && -s "$build/classpath.txt" ]] ||
+    return 1
+  local jar
+  IFS=: read -r -a jars <"$build/classpath.txt" || true  # no newline at its end
+  for jar in "${jars[@]}"; do [[ -f "$jar" ]] || return 1; done
+}
+
 build() {
   command -v java >/dev/null || die "java not found: run scripts/install-deps.sh (openjdk-17-jdk-headless)"
   command -v mvn >/dev/null || die "mvn not found: run scripts/install-deps.sh (maven)"
+  built && return 0
+  # Two starts at once (ctest -j: the HDFS fixture and the YARN tests) build one after the other;
+  # the lock is closed again before the cluster starts, so the JVM does not hold it.
+  mkdir -p "$build"
+  exec 8>"$build.lock"
+  flock 8
+  if built; then
+    exec 8>&-
+    return 0
+  fi
   local hash stamp="$build/stamp"
   hash="$(inputs_hash)"
-  if [[ -f "$stamp" && "$(cat "$stamp")" == "$hash" && -s "$build/classpath.txt" ]]; then
-    local missing=0 jar
-    IFS=: read -r -a jars <"$build/classpath.txt" || true  # no newline at its end
-    for jar in "${jars[@]}"; do [[ -f "$jar" ]] || missing=1; done
-    ((missing == 0)) && return 0
-  fi
-  mkdir -p "$build"
   local mvn_args=(-B -f "$project/pom.xml" "-Dshoal.build.dir=$build" compile)
   say "building the helper in $build"
   if ! mvn -q -o "${mvn_args[@]}" >"$build/mvn-offline.log" 2>&1; then
@@ -133,6 +146,7 @@ build() {
   fi
   [[ -s "$build/classpath.txt" ]] || die "maven wrote no class path: see $build/mvn.log"
   echo "$hash" >"$stamp"
+  exec 8>&-
 }
 
 start() {
