@@ -5,8 +5,9 @@
 // Sized for a 2-core test machine: containers of 256 MiB steps, a NodeManager offering
 // `nodeMemoryMb` and 16 virtual cores (vcores are only accounting here: Spark asks one per
 // executor core), the physical-memory check on (a container whose process tree -- executor JVM,
-// Python workers, shoal members -- outgrows its size is killed, as on a real cluster) and the
-// virtual-memory check off (JVMs reserve far more address space than they use).
+// Python workers, shoal members -- outgrows its size is killed, as on a real cluster; on a
+// gVisor sandbox its /proc accounting was not seen to fire) and the virtual-memory check off
+// (JVMs reserve far more address space than they use).
 //
 // Two queues under the CapacityScheduler: `default` (75 % of the node) and `small` (25 %, capped),
 // so a test can submit into a queue too small for a job. Application directories (the containers'
