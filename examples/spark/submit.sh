@@ -19,6 +19,8 @@
 #   MODEL_DIR [/tmp/shoal/spark-wide-deep; on YARN an hdfs:// path]
 #   WORKERS [2]  PS [1]  EXECUTOR_MEMORY [1g]
 #   SHOAL_HDFS_HTTP_PORTS [unset; passed on to the executors when set: docs/hdfs.md]
+#   On YARN (docs/spark.md, "YARN"; HADOOP_CONF_DIR names the cluster): DEPLOY_MODE [client],
+#   EXECUTOR_OVERHEAD [1g: spark.executor.memoryOverhead, which holds each shoal process]
 # On one machine (a standalone cluster on loopback) set SPARK_LOCAL_IP=127.0.0.1 too.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -72,7 +74,11 @@ if [[ "$mode" == standalone ]]; then
   # One core per executor, as many cores in all as the job has processes.
   sizing=(--master "$master" --total-executor-cores "$processes" --executor-cores 1)
 else
-  sizing=(--master yarn --deploy-mode client --num-executors "$processes" --executor-cores 1)
+  # The shoal process of each executor lives in its container's overhead; a failed application
+  # is not run a second time by YARN (run this again instead: it resumes from model_dir).
+  sizing=(--master yarn --deploy-mode "${DEPLOY_MODE:-client}" --num-executors "$processes"
+          --executor-cores 1 --conf "spark.executor.memoryOverhead=${EXECUTOR_OVERHEAD:-1g}"
+          --conf spark.yarn.maxAppAttempts=1)
 fi
 if [[ "$model_dir" != *://* ]]; then rm -rf "$model_dir"; fi  # on HDFS, choose a fresh path
 "$spark_submit" "${sizing[@]}" "${common[@]}" examples/spark/train_wide_deep.py \

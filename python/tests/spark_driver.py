@@ -8,7 +8,7 @@ A call is shoal.spark.run's, or with "function": "predict" shoal.spark.predict's
 names keyword arguments that are DataFrames read from CSV: {"train_data": {"path": ..., "schema":
 DDL, "sep": ",", "header": false, "partitions": 4}}. Each call's result is {"summary": {...}}
 (for predict: the summary and "rows", the returned DataFrame's rows) or {"error": CLASS,
-"message": TEXT}, with "seconds"; "application_id" is the Spark application's (the name of its
+"message": TEXT}, with "seconds" and "ended_at" (Unix time); "application_id" is the Spark application's (the name of its
 event log).
 The job secrets shoal.spark makes are recorded in secret_file (the test looks for them in every
 log it can read, and must know them to do so); the Spark UI's REST pages of this application
@@ -24,6 +24,31 @@ from pyspark.sql import SparkSession
 
 import shoal.spark
 import shoal.spark.job
+
+
+def ui_pages(sc):
+    """The UI's REST pages of this application. On YARN a driver in the application master's
+    container (cluster mode) has its UI behind YARN's proxy, which answers callers from other
+    addresses with a redirect to the proxy address the ResourceManager advertises; when that
+    redirect does not work (a minicluster advertises port 0), the pages are fetched from the proxy
+    at the ResourceManager's web address of the Hadoop configuration, and failing that the error
+    is written instead of the pages."""
+    app = sc.applicationId
+    bases = [sc.uiWebUrl]
+    if sc.master == "yarn":
+        web = sc._jsc.hadoopConfiguration().get("yarn.resourcemanager.webapp.address")  # noqa: SLF001
+        bases.append(f"http://{web}/proxy/{app}")
+    for base in bases:
+        try:
+            pages = []
+            for page in ("environment", "jobs", "stages?details=true", "executors"):
+                with urllib.request.urlopen(f"{base}/api/v1/applications/{app}/{page}",
+                                            timeout=10) as r:
+                    pages.append(r.read().decode())
+            return pages
+        except OSError as e:
+            error = f"{base}: {e}"
+    return [f"ui_pages: {error}"]
 
 
 def main(spec_path, result_path):
@@ -62,16 +87,11 @@ def main(spec_path, result_path):
             except Exception as e:  # noqa: BLE001 - the test checks which one
                 outcome = {"error": type(e).__name__, "message": str(e)}
             outcome["seconds"] = time.monotonic() - start
+            outcome["ended_at"] = time.time()
             results[call["name"]] = outcome
             print(f"spark_driver: {call['name']}: {json.dumps(outcome)[:300]}", flush=True)
-        ui = spark.sparkContext.uiWebUrl
-        app = spark.sparkContext.applicationId
-        pages = []
-        for page in ("environment", "jobs", "stages?details=true", "executors"):
-            with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}/{page}", timeout=10) as r:
-                pages.append(r.read().decode())
         with open(spec["ui_file"], "w") as f:
-            f.write("\n".join(pages))
+            f.write("\n".join(ui_pages(spark.sparkContext)))
     finally:
         with open(result_path, "w") as f:
             json.dump(results, f)

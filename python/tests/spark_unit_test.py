@@ -135,6 +135,25 @@ def test_too_few_slots_fail_at_once_when_the_conf_expects_no_more():
     assert clock.now == 0
 
 
+def test_on_yarn_executors_not_granted_are_blamed_on_the_queue_with_its_settings():
+    clock = FakeClock()
+    conf = {"spark.master": "yarn", "spark.executor.instances": "4", "spark.executor.cores": "1",
+            "spark.yarn.queue": "small"}
+    with pytest.raises(SparkSettingsError) as e:
+        checks.wait_for_slots(lambda: 1, 4, "1 ps, 1 chief, 1 worker, 1 evaluator", conf, 120,
+                              10, clock=clock, sleep=clock.sleep)
+    message = str(e.value)
+    assert "needs 4 task slots" in message and "has 1" in message, message
+    assert "asked for 4 slots (spark.executor.instances=4 x spark.executor.cores=1)" in message
+    assert "the queue 'small' (spark.yarn.queue) has no room for the others" in message, message
+    for setting in (".maximum-capacity", "spark.executor.memoryOverhead"):
+        assert setting in message, message
+    # An application that got what it asked for, but asked for too little, is told only that.
+    with pytest.raises(SparkSettingsError) as e:
+        checks.wait_for_slots(lambda: 4, 8, "x", conf, 120, 10, clock=clock, sleep=clock.sleep)
+    assert "queue" not in str(e.value), str(e.value)
+
+
 def test_no_executor_at_all_fails_at_the_timeout():
     clock = FakeClock()
     with pytest.raises(SparkSettingsError, match="has 0"):
@@ -441,6 +460,29 @@ def test_a_failure_without_a_member_s_message_keeps_spark_s_reason_and_hints():
     assert message.startswith("Job aborted due to stage failure: Could not recover")
     assert "ModuleNotFoundError: No module named 'shoal'" in message
     assert "--py-files" in message
+
+
+def test_a_task_lost_with_its_executor_is_named_with_spark_s_reason_and_what_to_do():
+    """What Spark on YARN says when a member's executor is killed (python_spark_yarn kills one)."""
+    text = ("An error occurred while calling o81.collectAndServe.\n: org.apache.spark."
+            "SparkException: Job aborted due to stage failure: Could not recover from a failed "
+            "barrier ResultStage. Most recent failure reason: Stage failed because barrier task "
+            "ResultTask(0, 2) finished unsuccessfully.\nExecutorLostFailure (executor 3 exited "
+            "caused by one of the running tasks) Reason: Container from a bad node: "
+            "container_1_0001_01_000004 on host: nm7. Exit status: 137. Diagnostics: Container "
+            "killed on request. Exit code is 137\n\tat org.apache.spark.X\n")
+    members = plan_members(1, 1, True)
+    message = job._spark_failure(Exception(text), members)
+    lines = message.splitlines()
+    assert lines[0].startswith("worker:0 (partition 2) lost its executor: ExecutorLostFailure "
+                               "(executor 3 exited"), message
+    assert "Exit status: 137" in lines[0], message
+    assert lines[1].startswith("Job aborted due to stage failure: Could not recover"), message
+    assert "run it again, and it resumes from the last checkpoint" in lines[-1], message
+    # Without the members (write_tfrecords, whose tasks Spark retries), the reason still comes
+    # first, without the advice.
+    plain = job._spark_failure(Exception(text))
+    assert plain.startswith("a task lost its executor: ") and "checkpoint" not in plain, plain
 
 
 CHIEF_REPORT = """\

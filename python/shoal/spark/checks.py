@@ -64,12 +64,28 @@ def expected_slots(conf: Mapping[str, str]) -> Optional[int]:
 
 
 def too_few_slots(needed: int, slots: int, what: str, conf: Mapping[str, str]) -> str:
-    """The message for a job of `needed` processes (described by `what`) on `slots` slots."""
+    """The message for a job of `needed` processes (described by `what`) on `slots` slots. On
+    YARN, when the application has fewer slots than it asked for, the missing executors are
+    containers YARN has not granted (a full or too small queue): the message says so, naming the
+    queue and YARN's settings too."""
     task_cpus = _int(conf, "spark.task.cpus") or 1
-    return (f"shoal.spark: the job needs {needed} task slots at once ({what}), but the Spark "
-            f"application has {slots} (with spark.task.cpus={task_cpus}). A barrier stage starts "
-            f"all its tasks together: give the application at least {needed} slots "
-            f"({SLOT_SETTINGS}), or ask for fewer workers or parameter servers")
+    message = (f"shoal.spark: the job needs {needed} task slots at once ({what}), but the Spark "
+               f"application has {slots} (with spark.task.cpus={task_cpus}). A barrier stage "
+               f"starts all its tasks together: give the application at least {needed} slots "
+               f"({SLOT_SETTINGS}), or ask for fewer workers or parameter servers")
+    expected = expected_slots(conf)
+    if conf.get("spark.master") == "yarn" and expected is not None and slots < expected:
+        queue = conf.get("spark.yarn.queue", "default")
+        message += (
+            f". On YARN: the application asked for {expected} slots (spark.executor.instances="
+            f"{conf.get('spark.executor.instances')} x spark.executor.cores="
+            f"{conf.get('spark.executor.cores')}), but YARN has granted containers for only "
+            f"{slots}: the queue '{queue}' (spark.yarn.queue) has no room for the others. Submit "
+            f"to a queue that can hold every executor at once (its capacity and maximum-capacity: "
+            f"yarn.scheduler.capacity.<queue path>.capacity, .maximum-capacity, "
+            f".user-limit-factor), wait until it is free, or make the executors' containers "
+            f"smaller (spark.executor.memory + spark.executor.memoryOverhead)")
+    return message
 
 
 def wait_for_slots(slots: Callable[[], int], needed: int, what: str, conf: Mapping[str, str],

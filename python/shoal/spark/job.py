@@ -51,13 +51,24 @@ def member_error(text: str) -> Optional[str]:
 
 
 _PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (.*)$")
+_FAILED_TASK = re.compile(r"barrier task ResultTask\(\d+, (\d+)\) finished unsuccessfully")
 
 
-def _spark_failure(e: Exception) -> str:
+def _spark_failure(e: Exception, members: Optional[Sequence[Member]] = None) -> str:
     """What a Spark failure that holds no member's message says (a task's Python error, a lost
     executor): its "Job aborted ..." line and the last Python exception line, with a hint when the
-    executors cannot import this package."""
-    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    executors cannot import this package. With the stage's `members`, a task lost with its
+    executor (YARN killed or lost the container, a node died) is named, with Spark's reason."""
+    text = str(e)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lost = next((line for line in lines if line.startswith("ExecutorLostFailure")), None)
+    failed = _FAILED_TASK.search(text)
+    lead = []
+    if lost is not None:
+        who = "a task"
+        if members is not None and failed and int(failed.group(1)) < len(members):
+            who = f"{members[int(failed.group(1))].name} (partition {failed.group(1)})"
+        lead.append(f"{who} lost its executor: {lost}")
     aborted = next((line.split("Job aborted", 1)[1] for line in lines if "Job aborted" in line),
                    None)
     python = [line for line in lines if _PYTHON_ERROR.match(line)]
@@ -66,6 +77,11 @@ def _spark_failure(e: Exception) -> str:
         parts.append("Job aborted" + aborted)
     if python:
         parts.append(python[-1])
+    if lead:
+        parts = lead + parts
+        if members is not None:
+            parts.append("A shoal job is not retried inside Spark: run it again, and it resumes "
+                         "from the last checkpoint in model_dir")
     if not parts:
         parts = lines[:8]
     if any("No module named 'shoal'" in line for line in lines):
@@ -133,7 +149,8 @@ def run_stage(sc, job: MemberJob, what: str, description: str, slots: Optional[i
             message = member_error(str(e))
             error = ShoalJobError(
                 f"shoal.spark: the job failed: {message}" if message is not None else
-                f"shoal.spark: the job's barrier stage failed:\n{_spark_failure(e)}")
+                f"shoal.spark: the job's barrier stage failed:\n"
+                f"{_spark_failure(e, job.members)}")
         error.spark_error = e
         raise error from None
     finally:

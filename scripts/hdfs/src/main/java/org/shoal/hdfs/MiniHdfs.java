@@ -1,10 +1,15 @@
 // A real HDFS on loopback for shoal's tests: one NameNode and one DataNode (Hadoop's
-// MiniDFSCluster) bound to 127.0.0.1, WebHDFS enabled, permissions enforced.
+// MiniDFSCluster) bound to 127.0.0.1, WebHDFS enabled, permissions enforced; with --yarn also a
+// YARN (MiniYarn.java: a ResourceManager and a NodeManager running real containers).
 //
 //   java -cp CLASSPATH org.shoal.hdfs.MiniHdfs --dir DIR --ready-file FILE
-//        [--watch-stdin] [--max-seconds N]
+//        [--conf-dir CONF] [--yarn] [--yarn-memory-mb MB] [--watch-stdin] [--max-seconds N]
 //
-// DIR holds the cluster's storage (wiped on start). When the cluster is up, FILE is written
+// DIR holds the cluster's storage (wiped on start). With --conf-dir, CONF receives the Hadoop
+// client configuration (core-site.xml; with --yarn also yarn-site.xml) for HADOOP_CONF_DIR. With
+// --yarn, the YARN's directories go under Hadoop's test data directory (the system property
+// test.build.data)/shoal-yarn/, and FILE.yarn is written before FILE with one line
+// "RMHOST:RMPORT RMHOST:WEBPORT". When everything is up, FILE is written
 // (atomically, by rename) with one line "127.0.0.1:RPCPORT HTTPPORT". The process stops on SIGTERM,
 // on EOF of standard input with --watch-stdin (so a test that dies takes the cluster with it), or
 // after --max-seconds (default 3600) so a cluster nobody stopped does not run forever.
@@ -27,6 +32,7 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.yarn.server.MiniYARNCluster;
 
 public final class MiniHdfs {
   private MiniHdfs() {}
@@ -34,13 +40,28 @@ public final class MiniHdfs {
   private static void usage(String problem) {
     System.err.println("MiniHdfs: " + problem);
     System.err.println(
-        "usage: MiniHdfs --dir DIR --ready-file FILE [--watch-stdin] [--max-seconds N]");
+        "usage: MiniHdfs --dir DIR --ready-file FILE [--conf-dir CONF] [--yarn]"
+            + " [--yarn-memory-mb MB] [--watch-stdin] [--max-seconds N]");
     System.exit(2);
   }
 
-  public static void main(String[] args) throws Exception {
+  public static void main(String[] args) {
+    try {
+      run(args);
+    } catch (Throwable t) {
+      // The clusters' own threads would keep the JVM alive: a failed start must end it.
+      t.printStackTrace();
+      System.err.println("MiniHdfs: failed to start: " + t);
+      Runtime.getRuntime().halt(1);
+    }
+  }
+
+  private static void run(String[] args) throws Exception {
     String dir = null;
     String readyFile = null;
+    String confDir = null;
+    boolean yarn = false;
+    int yarnMemoryMb = 8192;
     boolean watchStdin = false;
     long maxSeconds = 3600;
     for (int i = 0; i < args.length; i++) {
@@ -52,6 +73,22 @@ public final class MiniHdfs {
         case "--ready-file":
           if (++i >= args.length) usage("--ready-file needs a value");
           readyFile = args[i];
+          break;
+        case "--conf-dir":
+          if (++i >= args.length) usage("--conf-dir needs a value");
+          confDir = args[i];
+          break;
+        case "--yarn":
+          yarn = true;
+          break;
+        case "--yarn-memory-mb":
+          if (++i >= args.length) usage("--yarn-memory-mb needs a value");
+          try {
+            yarnMemoryMb = Integer.parseInt(args[i]);
+          } catch (NumberFormatException e) {
+            usage("--yarn-memory-mb is not a number: " + args[i]);
+          }
+          if (yarnMemoryMb < 1024) usage("--yarn-memory-mb must be at least 1024");
           break;
         case "--watch-stdin":
           watchStdin = true;
@@ -99,11 +136,16 @@ public final class MiniHdfs {
             .checkDataNodeHostConfig(true)
             .build();
     final CountDownLatch stop = new CountDownLatch(1);
+    final MiniYARNCluster[] yarnCluster = {null};
     Runtime.getRuntime()
         .addShutdownHook(
             new Thread(
                 () -> {
                   stop.countDown();
+                  // YARN first: its NodeManager stops the containers, which may use HDFS.
+                  synchronized (yarnCluster) {
+                    if (yarnCluster[0] != null) yarnCluster[0].stop();
+                  }
                   cluster.shutdown();
                 }));
     cluster.waitActive();
@@ -111,13 +153,27 @@ public final class MiniHdfs {
 
     int rpcPort = cluster.getNameNodePort();
     int httpPort = cluster.getNameNode().getHttpAddress().getPort();
-    File ready = new File(readyFile);
-    File temp = new File(readyFile + ".tmp");
-    Files.write(
-        temp.toPath(),
-        ("127.0.0.1:" + rpcPort + " " + httpPort + "\n").getBytes(StandardCharsets.UTF_8));
-    Files.move(temp.toPath(), ready.toPath(), StandardCopyOption.ATOMIC_MOVE,
-        StandardCopyOption.REPLACE_EXISTING);
+    String defaultFs = "hdfs://127.0.0.1:" + rpcPort;
+    if (yarn) {
+      synchronized (yarnCluster) {
+        yarnCluster[0] = MiniYarn.start(defaultFs, yarnMemoryMb);
+      }
+      if (!MiniYarn.waitForNode(yarnCluster[0], 60_000)) {
+        System.err.println("MiniHdfs: the NodeManager did not register within 60 s");
+        System.exit(1);
+      }
+      MiniYarn.serveResourceManagerWebApp(yarnCluster[0]);
+      writeAtomically(
+          new File(readyFile + ".yarn"),
+          MiniYarn.rmAddress(yarnCluster[0]) + " " + MiniYarn.webAddress(yarnCluster[0]) + "\n");
+      System.err.println(
+          "MiniHdfs: YARN ready: ResourceManager " + MiniYarn.rmAddress(yarnCluster[0])
+              + ", web " + MiniYarn.webAddress(yarnCluster[0]));
+    }
+    if (confDir != null) {
+      MiniYarn.writeClientConf(new File(confDir), defaultFs, yarnCluster[0]);
+    }
+    writeAtomically(new File(readyFile), "127.0.0.1:" + rpcPort + " " + httpPort + "\n");
     System.err.println("MiniHdfs: ready: hdfs://127.0.0.1:" + rpcPort + " http port " + httpPort);
 
     if (watchStdin) {
@@ -143,5 +199,12 @@ public final class MiniHdfs {
       System.err.println("MiniHdfs: --max-seconds " + maxSeconds + " reached, stopping");
     }
     System.exit(0);  // runs the shutdown hook
+  }
+
+  private static void writeAtomically(File target, String text) throws IOException {
+    File temp = new File(target.getPath() + ".tmp");
+    Files.write(temp.toPath(), text.getBytes(StandardCharsets.UTF_8));
+    Files.move(temp.toPath(), target.toPath(), StandardCopyOption.ATOMIC_MOVE,
+        StandardCopyOption.REPLACE_EXISTING);
   }
 }
