@@ -632,11 +632,12 @@ def test_the_job_secret_is_in_no_yarn_log_launch_script_rest_page_or_command_lin
     held = [env for env in client_mode.submitted.seen["environ"].values()
             if f"SHOAL_JOB_SECRET={client_mode.secrets[0]}".encode() in env.split(b"\0")]
     assert held, "no member was seen with the job's secret"
-    # Everything YARN kept: the containers' logs (executors', the driver's in cluster mode,
-    # members'), and the applications' working directories with their launch scripts.
+    # Every file the cluster wrote: what YARN kept (the containers' logs -- executors', the
+    # driver's in cluster mode, members' --, the applications' working directories with their
+    # launch scripts), the daemons' log, and HDFS's blocks (whatever the jobs wrote there).
     # (The NodeManager removes its private copies of a finished container's files meanwhile.)
     files = {}
-    for path in (hadoop.dir / "yarn").rglob("*"):
+    for path in hadoop.dir.rglob("*"):
         try:
             files[path] = path.read_bytes()
         except (FileNotFoundError, IsADirectoryError):
