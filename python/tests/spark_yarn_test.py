@@ -41,7 +41,7 @@ MINICLUSTER = os.path.join(REPO, "scripts", "hdfs-minicluster.sh")
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 Hadoop = namedtuple("Hadoop", "dir conf rpc_port http_port rm_web")
-Submitted = namedtuple("Submitted", "returncode stdout stderr app_id elapsed seen")
+Submitted = namedtuple("Submitted", "returncode stdout stderr seen")
 
 
 @pytest.fixture(scope="module")
@@ -111,11 +111,8 @@ def spark_submit(hadoop, run_dir, deploy_mode, args, marker=None, timeout=420, w
             if process.poll() is None:
                 process.kill()
                 process.wait()
-    stdout = (run_dir / "stdout").read_text(errors="replace")
-    stderr = (run_dir / "stderr").read_text(errors="replace")
-    found = re.search(r"application_\d+_\d+", stdout + stderr)
-    return Submitted(process.returncode, stdout, stderr, found.group(0) if found else None,
-                     time.monotonic() - start, seen)
+    return Submitted(process.returncode, (run_dir / "stdout").read_text(errors="replace"),
+                     (run_dir / "stderr").read_text(errors="replace"), seen)
 
 
 def app_containers(hadoop, app_id):
