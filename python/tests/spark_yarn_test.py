@@ -130,6 +130,10 @@ def test_the_minicluster_has_one_node_with_its_memory_and_two_queues(hadoop):
     scheduler = rest(hadoop, "/ws/v1/cluster/scheduler")["scheduler"]["schedulerInfo"]
     queues = {q["queueName"]: q["capacity"] for q in scheduler["queues"]["queue"]}
     assert queues == {"default": 75.0, "small": 25.0}, queues
+    # Spark's YARN client and application master come with pyspark's own jars: nothing to fetch.
+    import pyspark  # noqa: PLC0415
+    jars = os.listdir(os.path.join(spark_home(), "jars"))
+    assert f"spark-yarn_2.12-{pyspark.__version__}.jar" in jars, sorted(jars)
 
 
 # --- shoal.spark on YARN: the launcher's applications (docs/spark.md, "YARN") ------------------
