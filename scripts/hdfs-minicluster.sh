@@ -94,7 +94,7 @@ stop() {
       kill -KILL $stray 2>/dev/null || true
     fi
     # The containers' copies of what applications shipped; their logs stay for a look.
-    rm -rf "$dir"/yarn/shoal-yarn/shoal-yarn-localDir-*
+    rm -rf "$dir"/yarn/shoal-yarn/*/shoal-yarn-localDir-*
   fi
   rm -rf "$pidfile" "$dir/ready" "$dir/ready.yarn" "$dir/data" "$dir/tmp"
   say "stopped ($dir)"
