@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 seconds="${1:-30}"
 shift || true
-all=(csv criteo libsvm tfrecord example idx job_config cluster_spec manifest checkpoint export rest
-     grpc_convert webhdfs)
+all=(csv criteo libsvm tfrecord example idx job_config graph cluster_spec manifest checkpoint export
+     rest grpc_convert webhdfs)
 targets=("$@")
 if ((${#targets[@]} == 0)); then targets=("${all[@]}"); fi
 targets=("${targets[@]%_fuzzer}")
@@ -61,6 +61,7 @@ run_target() {
   case "$t" in
     job_config) dict=(-dict="$root/fuzz/dicts/yaml.dict") ;;
     cluster_spec | manifest | export | rest | webhdfs) dict=(-dict="$root/fuzz/dicts/json.dict") ;;
+    graph) dict=(-dict="$root/fuzz/dicts/graph.dict") ;;
   esac
   # -timeout: one input taking 25 s is a hang; -rss_limit_mb: 2 GiB is an allocation bug.
   (cd "$dir" && UBSAN_OPTIONS=print_stacktrace=1 "$root/build-fuzz/fuzz/${t}_fuzzer" \

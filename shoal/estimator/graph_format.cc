@@ -1,6 +1,10 @@
 // ParseGraph (graph_model.h): the traced graph's JSON (docs/formats.md, "Traced graph") into a
 // validated Graph.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -16,6 +20,61 @@ namespace shoal {
 namespace {
 
 using Json = nlohmann::json;
+
+// nlohmann converts numbers with a static_cast, so get<int>() of 1e22 or get<float>() of 1e300
+// is undefined behaviour: numbers are read here, their kind and range checked first. A bad one
+// throws BadNumber, which ParseGraph turns into INVALID_ARGUMENT like nlohmann's own errors.
+struct BadNumber : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+int64_t AsInt(const Json& j, int64_t lo = std::numeric_limits<int32_t>::min(),
+              int64_t hi = std::numeric_limits<int32_t>::max()) {
+  if (!j.is_number_integer()) throw BadNumber(absl::StrCat("expected an integer, got ", j.dump()));
+  if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(hi)) {
+    throw BadNumber(absl::StrCat("integer ", j.dump(), " is out of range"));
+  }
+  const int64_t v = j.get<int64_t>();
+  if (v < lo || v > hi) throw BadNumber(absl::StrCat("integer ", v, " is out of range"));
+  return v;
+}
+
+float AsFloat(const Json& j) {
+  if (!j.is_number()) throw BadNumber(absl::StrCat("expected a number, got ", j.dump()));
+  const double d = j.get<double>();
+  if (!(std::fabs(d) <= std::numeric_limits<float>::max())) {
+    throw BadNumber(absl::StrCat("number ", j.dump(), " is out of a float's range"));
+  }
+  return static_cast<float>(d);
+}
+
+int64_t IntOr(const Json& j, const char* key, int64_t fallback,
+              int64_t lo = std::numeric_limits<int32_t>::min(),
+              int64_t hi = std::numeric_limits<int32_t>::max()) {
+  auto it = j.find(key);
+  return it == j.end() ? fallback : AsInt(*it, lo, hi);
+}
+
+float FloatOr(const Json& j, const char* key, float fallback) {
+  auto it = j.find(key);
+  return it == j.end() ? fallback : AsFloat(*it);
+}
+
+template <typename T>
+std::vector<T> IntsOr(const Json& j, const char* key, int64_t lo, int64_t hi) {
+  std::vector<T> out;
+  auto it = j.find(key);
+  if (it == j.end()) return out;
+  for (const Json& v : it->get_ref<const Json::array_t&>()) {
+    out.push_back(static_cast<T>(AsInt(v, lo, hi)));
+  }
+  return out;
+}
+
+// A graph's tensors (variables, reshapes) have at most this many elements (8 GiB of floats), its
+// constants at most kMaxGraphConstElements.
+constexpr int64_t kMaxGraphTensorElements = int64_t{1} << 31;
+constexpr int64_t kMaxGraphConstElements = int64_t{1} << 24;
 
 // How many inputs each op takes (-1: one or more).
 const absl::flat_hash_map<std::string, int>& OpArity() {
@@ -74,6 +133,15 @@ absl::StatusOr<Shape> ReadShape(const Json& j, bool allow_batch) {
   }
   if (unknown > 1) return absl::InvalidArgumentError("more than one unknown (-1) dimension");
   if (shape.size() > 8) return absl::InvalidArgumentError("rank above 8");
+  // The known dimensions' product, bounded before it could overflow.
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d > 0 && elements > kMaxGraphTensorElements / d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("more than ", kMaxGraphTensorElements, " elements"));
+    }
+    if (d > 0) elements *= d;
+  }
   return shape;
 }
 
@@ -84,19 +152,19 @@ absl::StatusOr<DenseInitializer> ReadInitializer(const Json& j) {
     init.kind = DenseInitializer::Kind::kZeros;
   } else if (kind == "constant") {
     init.kind = DenseInitializer::Kind::kConstant;
-    init.value = j.at("value").get<float>();
+    init.value = AsFloat(j.at("value"));
   } else if (kind == "glorot_uniform") {
     init.kind = DenseInitializer::Kind::kGlorotUniform;
   } else if (kind == "truncated_normal") {
     init.kind = DenseInitializer::Kind::kTruncatedNormal;
-    init.stddev = j.value("stddev", 1.0f);
+    init.stddev = FloatOr(j, "stddev", 1.0f);
   } else if (kind == "normal") {
     init.kind = DenseInitializer::Kind::kRandomNormal;
-    init.stddev = j.value("stddev", 1.0f);
+    init.stddev = FloatOr(j, "stddev", 1.0f);
   } else if (kind == "uniform") {
     init.kind = DenseInitializer::Kind::kRandomUniform;
-    init.minval = j.value("minval", -0.05f);
-    init.maxval = j.value("maxval", 0.05f);
+    init.minval = FloatOr(j, "minval", -0.05f);
+    init.maxval = FloatOr(j, "maxval", 0.05f);
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown initializer '", kind,
@@ -112,14 +180,14 @@ absl::StatusOr<RowInitializerOptions> ReadRowInitializer(const Json& j) {
     init.kind = RowInitializerOptions::Kind::kZeros;
   } else if (kind == "truncated_normal") {
     init.kind = RowInitializerOptions::Kind::kTruncatedNormal;
-    init.stddev = j.value("stddev", 0.0f);
+    init.stddev = FloatOr(j, "stddev", 0.0f);
   } else if (kind == "normal") {
     init.kind = RowInitializerOptions::Kind::kNormal;
-    init.stddev = j.value("stddev", 1.0f);
+    init.stddev = FloatOr(j, "stddev", 1.0f);
   } else if (kind == "uniform") {
     init.kind = RowInitializerOptions::Kind::kUniform;
-    init.minval = j.value("minval", -0.05f);
-    init.maxval = j.value("maxval", 0.05f);
+    init.minval = FloatOr(j, "minval", -0.05f);
+    init.maxval = FloatOr(j, "maxval", 0.05f);
   } else {
     return absl::InvalidArgumentError(absl::StrCat("unknown table initializer '", kind,
                                                    "' (zeros, truncated_normal, normal, uniform)"));
@@ -136,7 +204,7 @@ absl::Status ParseNode(const Json& j, int index, GraphNode* node) {
   auto it = OpArity().find(node->op);
   if (it == OpArity().end()) return Bad(at, "unknown op");
   for (const Json& in : j.value("inputs", Json::array())) {
-    const int id = in.get<int>();
+    const int id = static_cast<int>(AsInt(in));
     if (id < 0 || id >= index)
       return Bad(at, absl::StrCat("input ", id, " is not an earlier node"));
     node->inputs.push_back(id);
@@ -168,9 +236,14 @@ absl::Status ParseNode(const Json& j, int index, GraphNode* node) {
     return Bad(at, "needs a shape");
   }
   if (node->op == "const") {
-    node->values = j.at("values").get<std::vector<float>>();
+    for (const Json& v : j.at("values").get_ref<const Json::array_t&>()) {
+      node->values.push_back(AsFloat(v));
+    }
     for (int64_t d : node->shape) {
       if (d < 0) return Bad(at, "a constant's shape is fully known");
+    }
+    if (NumElements(node->shape) > kMaxGraphConstElements) {
+      return Bad(at, absl::StrCat("a constant of more than ", kMaxGraphConstElements, " values"));
     }
     const size_t n = static_cast<size_t>(NumElements(node->shape));
     if (node->values.size() != 1 && node->values.size() != n) {
@@ -178,33 +251,33 @@ absl::Status ParseNode(const Json& j, int index, GraphNode* node) {
           at, absl::StrCat(node->values.size(), " values for shape ", ShapeToString(node->shape)));
     }
   }
-  node->axes = j.value("axes", std::vector<int>());
+  node->axes = IntsOr<int>(j, "axes", -1000, 1000);
   for (int a : node->axes) {
     if (a < 0 || a >= 8) return Bad(at, absl::StrCat("bad axis ", a));
   }
-  node->begin = j.value("begin", std::vector<int64_t>());
-  node->size = j.value("size", std::vector<int64_t>());
+  node->begin = IntsOr<int64_t>(j, "begin", -(int64_t{1} << 40), int64_t{1} << 40);
+  node->size = IntsOr<int64_t>(j, "size", -(int64_t{1} << 40), int64_t{1} << 40);
   if (node->op == "slice" && node->begin.size() != node->size.size()) {
     return Bad(at, "begin and size differ in length");
   }
-  node->axis = j.value("axis", 0);
+  node->axis = static_cast<int>(IntOr(j, "axis", 0));
   if (node->axis < 0 || node->axis >= 8) return Bad(at, absl::StrCat("bad axis ", node->axis));
   node->keep_dims = j.value("keep_dims", false);
   node->transpose_a = j.value("transpose_a", false);
   node->transpose_b = j.value("transpose_b", false);
-  node->rate = j.value("rate", 0.0f);
+  node->rate = FloatOr(j, "rate", 0.0f);
   if (node->op == "dropout" && !(node->rate >= 0 && node->rate < 1)) {
     return Bad(at, absl::StrCat("rate ", node->rate, " is not in [0, 1)"));
   }
-  node->momentum = j.value("momentum", 0.99f);
-  node->epsilon = j.value("epsilon", 1e-3f);
+  node->momentum = FloatOr(j, "momentum", 0.99f);
+  node->epsilon = FloatOr(j, "epsilon", 1e-3f);
   node->training = j.value("training", false);
-  node->depth = j.value("depth", int64_t{0});
+  node->depth = IntOr(j, "depth", 0, 0, int64_t{1} << 40);
   if (node->op == "one_hot" && (node->depth < 1 || node->depth > (int64_t{1} << 24))) {
     return Bad(at, absl::StrCat("depth ", node->depth, " is not in [1, 2^24]"));
   }
-  node->on_value = j.value("on_value", 1.0f);
-  node->off_value = j.value("off_value", 0.0f);
+  node->on_value = FloatOr(j, "on_value", 1.0f);
+  node->off_value = FloatOr(j, "off_value", 0.0f);
   return absl::OkStatus();
 }
 
@@ -224,11 +297,11 @@ absl::Status ParseMode(const Json& j, const std::string& mode_name, const Graph&
     }
     return absl::OkStatus();
   };
-  mode->loss = j.value("loss", -1);
+  mode->loss = static_cast<int>(IntOr(j, "loss", -1));
   RETURN_IF_ERROR(check_ref(mode->loss, "loss"));
   for (const Json& p : j.value("predictions", Json::array())) {
     const std::string name = p.at(0).get<std::string>();
-    const int id = p.at(1).get<int>();
+    const int id = static_cast<int>(AsInt(p.at(1)));
     if (id < 0) return Bad(mode_name, absl::StrCat("prediction '", name, "' has no node"));
     RETURN_IF_ERROR(check_ref(id, absl::StrCat("prediction '", name, "'")));
     mode->predictions.emplace_back(name, id);
@@ -243,9 +316,9 @@ absl::Status ParseMode(const Json& j, const std::string& mode_name, const Graph&
       return Bad(mode_name,
                  absl::StrCat("metric '", metric.name, "': unknown kind '", metric.kind, "'"));
     }
-    metric.predictions = m.at("predictions").get<int>();
-    metric.labels = m.value("labels", -1);
-    metric.weights = m.value("weights", -1);
+    metric.predictions = static_cast<int>(AsInt(m.at("predictions")));
+    metric.labels = static_cast<int>(IntOr(m, "labels", -1));
+    metric.weights = static_cast<int>(IntOr(m, "weights", -1));
     if (metric.predictions < 0 || (metric.kind != "mean" && metric.labels < 0)) {
       return Bad(mode_name, absl::StrCat("metric '", metric.name, "' misses its inputs"));
     }
@@ -284,7 +357,7 @@ absl::Status ParseMode(const Json& j, const std::string& mode_name, const Graph&
 
 absl::Status ParseGraphJson(const Json& root, Graph* graph) {
   if (!root.is_object()) return Bad("top level", "must be an object");
-  const int version = root.value("version", 0);
+  const int64_t version = IntOr(root, "version", 0);
   if (version != kGraphFormatVersion) {
     return Bad("version", absl::StrCat("is ", version, "; this shoal reads version ",
                                        kGraphFormatVersion, " (re-trace the model_fn)"));
@@ -338,6 +411,8 @@ absl::StatusOr<std::shared_ptr<const Graph>> ParseGraph(absl::string_view text) 
     const Json root = Json::parse(text.begin(), text.end());
     RETURN_IF_ERROR(ParseGraphJson(root, graph.get()));
   } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("graph: ", e.what()));
+  } catch (const BadNumber& e) {
     return absl::InvalidArgumentError(absl::StrCat("graph: ", e.what()));
   }
   return std::shared_ptr<const Graph>(std::move(graph));

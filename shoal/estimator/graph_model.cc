@@ -128,6 +128,18 @@ absl::StatusOr<nn::Var> DenseColumn(ModelContext& ctx, const std::string& name) 
                    "indicator columns)"));
 }
 
+// The largest result an op may make (512 MiB of floats): a broadcast of [N, 1] against [1, N], a
+// one_hot or a gather can ask for far more than the data holds, and is then an error.
+constexpr int64_t kMaxResultElements = int64_t{1} << 27;
+
+absl::Status CheckResultSize(int64_t a, int64_t b) {
+  if (a > 0 && b > kMaxResultElements / a) {
+    return absl::InvalidArgumentError(absl::StrCat("the result would have ", a, " x ", b,
+                                                   " elements, more than ", kMaxResultElements));
+  }
+  return absl::OkStatus();
+}
+
 // Evaluates node `i` from the values of its inputs.
 absl::StatusOr<nn::Var> Evaluate(const Graph& graph, const GraphNode& node, int i,
                                  const std::vector<nn::Var>& values, ModelContext& ctx,
@@ -175,8 +187,11 @@ absl::StatusOr<nn::Var> Evaluate(const Graph& graph, const GraphNode& node, int 
     return var;
   }
   if (op == "binary" || op == "compare") {
-    absl::Status ok = nn::BroadcastShape(in(0)->value.shape(), in(1)->value.shape()).status();
-    if (!ok.ok()) return fail(ok.message());
+    absl::StatusOr<Shape> shape = nn::BroadcastShape(in(0)->value.shape(), in(1)->value.shape());
+    if (!shape.ok()) return fail(shape.status().message());
+    if (absl::Status size = CheckResultSize(1, NumElements(*shape)); !size.ok()) {
+      return fail(size.message());
+    }
     if (op == "binary" && node.fn == "add") {
       // x @ W + b: the bias row added to every row is the pre-made models' fused BiasAdd (an
       // Eigen row broadcast), the same sum as the generic broadcast, faster.
@@ -270,12 +285,21 @@ absl::StatusOr<nn::Var> Evaluate(const Graph& graph, const GraphNode& node, int 
     }
     return nn::Transpose(in(0), perm);
   }
-  if (op == "one_hot") return nn::OneHot(in(0), node.depth, node.on_value, node.off_value);
+  if (op == "one_hot") {
+    if (absl::Status size = CheckResultSize(in(0)->value.size(), node.depth); !size.ok()) {
+      return fail(size.message());
+    }
+    return nn::OneHot(in(0), node.depth, node.on_value, node.off_value);
+  }
   if (op == "gather") {
     const Tensor& params = in(0)->value;
     if (params.rank() < 1) return fail("params must have rank >= 1");
     if (absl::Status ok = CheckIds(in(1)->value, params.dim(0), "id"); !ok.ok()) {
       return fail(ok.message());
+    }
+    const int64_t width = params.dim(0) == 0 ? 0 : params.size() / params.dim(0);
+    if (absl::Status size = CheckResultSize(in(1)->value.size(), width); !size.ok()) {
+      return fail(size.message());
     }
     return nn::Gather(in(0), in(1));
   }

@@ -248,5 +248,42 @@ TEST(GraphModelTest, DataTheOpsCannotTakeIsAnErrorNamingTheLine) {
                         "(tf.nn.embedding_lookup)): id 7 (element 1) is not in [0, 4)"));
 }
 
+TEST(GraphModelTest, NumbersAndSizesOutOfRangeAreErrorsNotUndefinedBehaviour) {
+  // Found by graph_fuzzer: nlohmann's get<int>() of 1e22 is undefined behaviour.
+  auto error = [](absl::string_view text) { return ParseGraph(text).status(); };
+  EXPECT_THAT(error(R"({"version": 1e30, "modes": {}})").message(),
+              HasSubstr("expected an integer"));
+  EXPECT_THAT(error(R"({"version": 1, "modes": {"train": {"nodes": [
+                {"op": "const", "shape": [], "values": [1]},
+                {"op": "concat", "inputs": [0], "axis": 1e22}]}}})")
+                  .message(),
+              HasSubstr("expected an integer"));
+  EXPECT_THAT(error(R"({"version": 1, "modes": {"train": {"nodes": [
+                {"op": "const", "shape": [], "values": [1]},
+                {"op": "dropout", "inputs": [0], "rate": 1e300}]}}})")
+                  .message(),
+              HasSubstr("out of a float's range"));
+  EXPECT_THAT(error(R"({"version": 1, "variables": [{"name": "v", "shape": [1099511627776, 4096]}],
+                "modes": {"train": {"nodes": []}}})")
+                  .message(),
+              HasSubstr("more than 2147483648 elements"));
+
+  // A broadcast of [16384, 1] against [1, 16384] would make 2^28 floats: refused at the step.
+  Json nodes = Json::array({{{"op", "const"}, {"shape", {16384, 1}}, {"values", {1.0}}},
+                            {{"op", "const"}, {"shape", {1, 16384}}, {"values", {2.0}}},
+                            {{"op", "binary"}, {"fn", "add"}, {"inputs", {0, 1}}},
+                            {{"op", "reduce"}, {"fn", "sum"}, {"inputs", {2}}}});
+  ASSERT_OK_AND_ASSIGN(
+      graph,
+      ParseGraph(
+          Json{{"version", 1}, {"modes", {{"train", {{"nodes", nodes}, {"loss", 3}}}}}}.dump()));
+  FeatureLayout layout;
+  ModelContext ctx(layout, {OptimizerGroupSpec{"deep", {}}}, 1);
+  ctx.BeginRecording();
+  absl::Status s = RunGraph(*graph, ctx, Tensor(Shape{1, 1}), Mode::kTrain).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("268435456 elements, more than 134217728"));
+}
+
 }  // namespace
 }  // namespace shoal
