@@ -222,8 +222,8 @@ def test_unsupported_ops_and_bad_shapes_fail_at_trace_time_at_the_users_line(tmp
         est.train(data)
     assert "tf.fancy_new_op (graph_test.py:" in str(e.value)
     assert "matmul" in str(e.value) and "docs/porting.md" in str(e.value)
-    for module, op, known in ((tf.nn, "conv2d", "embedding_lookup"),
-                              (tf.layers, "conv2d", "dense"), (tf.losses, "huber_loss", "log_loss")):
+    for module, op, known in ((tf.nn, "conv2d", "embedding_lookup"), (tf.layers, "conv2d", "dense"),
+                              (tf.losses, "huber_loss", "log_loss")):
         with pytest.raises(AttributeError, match=rf"{op} \(graph_test.py:\d+\) is not supported "
                                                  rf".*{known}"):
             getattr(module, op)

@@ -26,6 +26,7 @@ import numpy as np
 from shoal import feature_column as fc
 from shoal.estimator import export  # noqa: F401 (tf.estimator.export)
 from shoal.estimator import inputs  # noqa: F401 (tf.estimator.inputs)
+from shoal.estimator import traced as _trace_files
 from shoal.estimator.export import ServingInputReceiver  # noqa: F401
 from shoal.estimator.hooks import (CheckpointSaverListener, HookRunner, ListenerRunner,
                                    LoggingTensorHook,
@@ -164,11 +165,11 @@ class Estimator:
         if self._model_fn is None:
             return
         from shoal.graph import trace_model_fn
-        features, label = graph_specs(result)
+        features, label = _trace_files.graph_specs(result)
         if label is not None:
             self._label_spec = label
         elif self._label_spec is None:
-            self._label_spec = _saved_label_spec(self._model_dir) or ("float", [None])
+            self._label_spec = _trace_files.saved_label_spec(self._model_dir) or ("float", [None])
         if not features:
             raise ValueError("the input gives no features to trace the model_fn on")
         modes = ("train", "eval", "infer") if getattr(self, "_trace_all_modes", False) else \
@@ -177,7 +178,7 @@ class Estimator:
                                       self._label_spec, modes)
         self._feature_specs = features
         if mode == ModeKeys.TRAIN:
-            _save_graph(self._model_dir, self._traced, features, self._label_spec)
+            _trace_files.save_graph(self._model_dir, self._traced, features, self._label_spec)
 
     _label_vocabulary = None
     _n_classes = 2
@@ -445,7 +446,7 @@ class Estimator:
         """A model_fn not traced in this process: traced on the features it was trained on
         (MODEL_DIR/graph.json), else on the serving receiver's."""
         from shoal.graph import trace_model_fn
-        saved = _load_saved_graph(self._model_dir)
+        saved = _trace_files.load_saved_inputs(self._model_dir)
         if getattr(self, "_feature_specs", None):
             features = self._feature_specs
         elif saved is not None:
@@ -462,7 +463,8 @@ class Estimator:
             raise ValueError("export: the model_fn was not traced in this process and "
                              f"{self._model_dir}/graph.json is missing: train first, or give a "
                              "serving_input_receiver_fn")
-        label = self._label_spec or _saved_label_spec(self._model_dir) or ("float", [None])
+        label = self._label_spec or _trace_files.saved_label_spec(self._model_dir) or \
+            ("float", [None])
         self._traced = trace_model_fn(self._model_fn, self.params, self._config, features, label,
                                       ("infer",))
 
@@ -495,89 +497,10 @@ class Estimator:
             return {"optimizer": optimizer.config()}
         # Evaluation or prediction of a model_fn that calls minimize only in TRAIN: the
         # optimizer it trained with (its slots are in the checkpoint).
-        saved = _load_saved_graph(self._model_dir)
+        saved = _trace_files.load_saved_inputs(self._model_dir)
         if saved is not None and saved.get("optimizer"):
             return {"optimizer": saved["optimizer"]}
         return {}
-
-
-_GRAPH_FILE = "graph.json"  # the graph itself: `model: {type: graph, graph: MODEL_DIR/graph.json}`
-_GRAPH_INPUTS_FILE = "graph_inputs.json"  # what it was traced on, and its optimizer
-
-
-def graph_specs(result):
-    """(feature specs, label spec) of a normalised input: name -> (kind, shape), kind float, int
-    or string and shape with None for the batch, as a traced model_fn sees them; hashed string
-    ids (string_to_hash_bucket_fast in the map) are ("hashed", shape, num_buckets)."""
-    from shoal import data
-
-    def kind_of(array):
-        k = np.asarray(array).dtype.kind
-        return "string" if k in "OUS" else "int" if k in "iub" else "float"
-
-    if isinstance(result, TableInput):
-        features = {}
-        for name, values in result.features.items():
-            array = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
-            features[name] = (kind_of(array), [None] + list(array.shape[1:]))
-        label = None
-        if result.labels is not None:
-            labels = result.labels
-            array = np.asarray(labels.to_numpy() if hasattr(labels, "to_numpy") else labels)
-            label = (kind_of(array), [None] + list(array.shape[1:]))
-        return features, label
-    if isinstance(result, data.Dataset):
-        kinds = {"int64": "int", "float": "float", "string": "string"}
-        shapes = getattr(result, "shapes", {}) or {}
-        hashed = getattr(result, "hashed", {}) or {}
-        features, label = {}, None
-        for name, kind, _ in result.schema or []:
-            shape = [None] + list(shapes.get(name, ()))
-            if name == result.label:
-                label = (kinds.get(kind, "float"), [None])
-            elif name in hashed:
-                buckets, delimiter = hashed[name]
-                features[name] = ("hashed", [None, None] if delimiter else [None], buckets)
-            elif not name.startswith("_unused_"):
-                features[name] = (kinds.get(kind, "float"), shape)
-        return features, label
-    return {}, None
-
-
-def _save_graph(model_dir, traced, features, label):
-    """MODEL_DIR/graph.json, the traced graph (docs/formats.md, "Traced graph"), which a YAML job
-    names to run the model with no Python (`shoal train`, `shoal launch`), and
-    MODEL_DIR/graph_inputs.json, the features and labels it was traced on and its optimizer, for
-    a later export or prediction in another process."""
-    if "://" in model_dir:
-        return
-    os.makedirs(model_dir, exist_ok=True)
-    inputs = {"features": {k: [v[0], list(v[1])] + list(v[2:]) for k, v in features.items()},
-              "label": [label[0], list(label[1])] if label else None,
-              "optimizer": traced.optimizer.config() if traced.optimizer else None}
-    for name, record in ((_GRAPH_FILE, traced.graph), (_GRAPH_INPUTS_FILE, inputs)):
-        path = os.path.join(model_dir, name)
-        staging = f"{path}.tmp-{os.getpid()}"  # the members of a cluster may write at once
-        with open(staging, "w", encoding="utf-8") as f:
-            json.dump(record, f)
-        os.replace(staging, path)
-
-
-def _load_saved_graph(model_dir):
-    """MODEL_DIR/graph_inputs.json (features, label, optimizer), or None."""
-    path = os.path.join(model_dir, _GRAPH_INPUTS_FILE)
-    if "://" in model_dir or not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def _saved_label_spec(model_dir):
-    saved = _load_saved_graph(model_dir)
-    if saved is None or not saved.get("label"):
-        return None
-    kind, shape = saved["label"]
-    return kind, list(shape)
 
 
 def _warm_patterns(vars_to_warm_start):
