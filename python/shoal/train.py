@@ -1,4 +1,6 @@
-"""``tf.train`` (TF1): the optimizers the canned estimators take, and the session-run hooks.
+"""``tf.train`` (TF1): the optimizers the canned estimators take, the session-run hooks, and the
+low-level program's cluster and sessions (``ClusterSpec``, ``Server``, ``MonitoredTrainingSession``:
+shoal.graph.session).
 
 An optimizer object here only carries its hyper-parameters to the engine's optimizer of the same
 name (docs/config.md, "optimizer"); the update rules are TF's (docs/embedding.md has the
@@ -11,7 +13,11 @@ from shoal.estimator.hooks import (CheckpointSaverListener, FinalOpsHook,  # noq
                                    SessionRunValues, StepCounterHook, StopAtStepHook,
                                    get_global_step, get_or_create_global_step)
 
-__all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
+from shoal.graph.session import (ClusterSpec, MonitoredTrainingSession, Saver,  # noqa: F401
+                                 Server, latest_checkpoint, replica_device_setter)
+
+__all__ = ["ClusterSpec", "Server", "replica_device_setter", "MonitoredTrainingSession", "Saver",
+           "latest_checkpoint", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
            "AdamOptimizer", "FtrlOptimizer", "SessionRunHook", "SessionRunArgs",
            "SessionRunContext", "SessionRunValues", "LoggingTensorHook", "StopAtStepHook",
            "NanTensorHook", "StepCounterHook", "FinalOpsHook", "CheckpointSaverListener",

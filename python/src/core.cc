@@ -9,7 +9,12 @@
 //   predict(job, input, put, hooks)                     Estimator::Predict, batch by batch
 //   export(job, layout, export_dir_base)                Estimator::Export
 //   train_and_evaluate(job, train, eval, ...)           TrainAndEvaluate
-//   run_member(job, tf_config, secret, job_id)          RunClusterMember (`shoal run`)
+//   run_member(job, tf_config, secret, job_id, ...,     RunClusterMember (`shoal run`); with
+//              input)                                   a feed, this trainer trains its batches
+//
+// A Feed (feed_input.h) carries a session's batches, one per step: Input.of_feed(columns, feed)
+// is an input whose every batch is one Feed.push(table), for train and run_member; the Python
+// side (shoal.graph.session) pushes a feed_dict and waits for that step's after_run.
 //
 // A `job` is a Job (ParseJobConfig of the text); an input is a Table (numpy columns copied into
 // one RawBatch) with batching options, or the name of one of the job's file inputs ("train",
@@ -48,6 +53,7 @@
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/data/raw_batch.h"
 #include "shoal/estimator/estimator.h"
+#include "shoal/estimator/feed_input.h"
 #include "shoal/estimator/hooks.h"
 #include "shoal/estimator/input.h"
 #include "shoal/estimator/job.h"
@@ -222,11 +228,19 @@ PyTable MakeTable(const std::vector<std::tuple<std::string, std::string, py::arr
 
 // ---- inputs ----
 
-// An input of one call: a table with batching options, or one of the job's inputs by name.
+// Batches handed over one per step (a session's feed_dict): push blocks, with the GIL released,
+// until the previous batch was taken; push after the run ended raises FailedPreconditionError.
+struct PyFeed {
+  std::shared_ptr<FeedQueue> queue = std::make_shared<FeedQueue>();
+};
+
+// An input of one call: a table with batching options, one of the job's inputs by name, or a feed
+// (then `table` holds no rows: only the feed's columns).
 struct PyInput {
   std::optional<PyTable> table;
   TableInputOptions options;
   std::string name;  // the table's name in errors (e.g. "numpy_input_fn"), or "train" / "eval"
+  std::shared_ptr<FeedQueue> feed;
 };
 
 const InputConfig& ConfigInput(const PyJob& job, const std::string& name) {
@@ -247,7 +261,7 @@ std::unique_ptr<Estimator> MakeEstimator(const PyJob& job, const PyInput& input,
                                          {.schema = input.table->schema,
                                           .format = "csv",
                                           .name = input.name,
-                                          .require_label = require_label});
+                                          .require_label = require_label && !input.feed});
     } else {
       config = EstimatorConfigFromJob(fs, job.config, GlobalModelRegistry(),
                                       LayoutInput{.input = ConfigInput(job, input.name),
@@ -266,6 +280,10 @@ std::unique_ptr<Estimator> MakeEstimator(const PyJob& job, const PyInput& input,
 
 InputFn InputFnOf(const PyJob& job, const PyInput& input, bool predicting) {
   FileSystems& fs = DefaultFileSystems();
+  if (input.feed != nullptr) {
+    return FeedInputFn(fs, job.config.features, input.table->schema, input.feed,
+                       {.require_label = false}, input.name);
+  }
   if (input.table.has_value()) {
     TableInputOptions options = input.options;
     options.require_label = !predicting;
@@ -552,10 +570,16 @@ py::dict TrainAndEvaluateCall(const PyJob& job, const PyInput& train, int64_t ma
 
 // One member of a TF_CONFIG cluster, as `shoal run`. Ctrl-C keeps its default action meanwhile.
 void RunMember(const PyJob& job, const std::string& tf_config, const std::string& secret,
-               const std::string& job_id, const py::object& dispatch, const py::object& listen) {
+               const std::string& job_id, const py::object& dispatch, const py::object& listen,
+               const std::optional<PyInput>& input) {
   PythonHooks hooks(dispatch);
   PythonListeners listeners(listen);
   MemberOptions member;
+  if (input.has_value()) {
+    if (input->feed == nullptr) throw py::value_error("run_member's input must be a feed");
+    member.train_input = InputFnOf(job, *input, false);
+    member.train_schema = input->table->schema;
+  }
   if (!dispatch.is_none()) member.train_hooks = {&hooks};
   if (listeners.active()) member.saving_listeners = {&listeners};
   member.cluster = Value(ParseClusterSpec(tf_config, "TF_CONFIG"));
@@ -658,7 +682,31 @@ PYBIND11_MODULE(_core, m) {
            py::arg("table"), py::arg("batch_size"), py::arg("num_epochs"), py::arg("shuffle"),
            py::arg("seed"), py::arg("drop_remainder"), py::arg("batches_span_epochs"),
            py::arg("name"))
-      .def_static("of_job", [](const std::string& name) { return PyInput{.name = name}; });
+      .def_static("of_job", [](const std::string& name) { return PyInput{.name = name}; })
+      .def_static(
+          "of_feed",
+          [](const PyTable& columns, const PyFeed& feed, const std::string& name) {
+            return PyInput{.table = columns, .name = name, .feed = feed.queue};
+          },
+          py::arg("columns"), py::arg("feed"), py::arg("name"));
+
+  py::class_<PyFeed>(m, "Feed")
+      .def(py::init<>())
+      .def(
+          "push",
+          [](const PyFeed& feed, const PyTable& batch) {
+            absl::Status status;
+            {
+              py::gil_scoped_release release;
+              status = feed.queue->Push(batch.rows);
+            }
+            Check(status);
+          },
+          py::arg("batch"))
+      .def("close", [](const PyFeed& feed) { feed.queue->Close(); })
+      .def_property_readonly("taken", [](const PyFeed& feed) { return feed.queue->taken(); })
+      .def_property_readonly("detached",
+                             [](const PyFeed& feed) { return feed.queue->detached(); });
 
   m.def("train", &Train, py::arg("job"), py::arg("input"), py::arg("steps"), py::arg("max_steps"),
         py::arg("dispatch"), py::arg("listen") = py::none());
@@ -671,7 +719,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("max_steps"), py::arg("eval"), py::arg("train_dispatch"), py::arg("eval_dispatch"),
         py::arg("listen") = py::none());
   m.def("run_member", &RunMember, py::arg("job"), py::arg("tf_config"), py::arg("secret"),
-        py::arg("job_id"), py::arg("dispatch") = py::none(), py::arg("listen") = py::none());
+        py::arg("job_id"), py::arg("dispatch") = py::none(), py::arg("listen") = py::none(),
+        py::arg("input") = py::none());
   m.def("latest_checkpoint", &LatestCheckpointOf, py::arg("model_dir"));
   m.def("variable_names", &VariableNames, py::arg("checkpoint"));
   m.def("variable_value", &VariableValue, py::arg("checkpoint"), py::arg("name"));

@@ -262,8 +262,15 @@ def test_unsupported_ops_and_bad_shapes_fail_at_trace_time_at_the_users_line(tmp
     with pytest.raises(ValueError, match="TRAIN needs train_op=optimizer.minimize"):
         est.train(data)
 
-    with pytest.raises(RuntimeError, match="only while an Estimator traces its model_fn"):
-        tf.matmul(np.ones((2, 2)), np.ones((2, 2)))
+    outside = tf.constant(np.ones((1, 3), np.float32))  # the default graph's, as in TF
+
+    def mixed_graphs(features, labels, mode):
+        return tf.estimator.EstimatorSpec(mode, loss=tf.reduce_sum(features["x"] * outside))
+
+    est, data = _estimator_with(mixed_graphs, tmp_path)
+    with pytest.raises(ValueError, match=r"graph_test.py:\d+.*is from another graph"):
+        est.train(data)
+    tf.reset_default_graph()
 
 
 def test_a_bad_id_at_run_time_is_an_error_naming_the_line(tmp_path):

@@ -57,3 +57,17 @@ def test_the_same_model_fn_under_tensorflow_and_shoal(tmp_path):
     # TF's AUC interpolates 200 thresholds, shoal's 10,000 buckets.
     assert abs(ours["auc"] - theirs["auc"]) < 0.01, (ours["auc"], theirs["auc"])
     assert np.allclose(ours["p"], theirs["p"], atol=1e-5)
+
+
+def test_the_same_low_level_session_program_under_tensorflow_and_shoal(tmp_path):
+    """programs/session_numpy.py: placeholders fed step by step, ids looked up in a [vocab, 1]
+    variable, Keras's binary cross-entropy, MonitoredTrainingSession with StopAtStepHook, then a
+    restored checkpoint evaluated on a feed: every step's loss and the predictions agree."""
+    program = os.path.join(HERE, "programs", "session_numpy.py")
+    ours = run(sys.executable, "shoal", tmp_path / "shoal", program)
+    theirs = run(tf_python(), "tensorflow", tmp_path / "tf", program)
+    assert len(ours["losses"]) == len(theirs["losses"]) == 40
+    assert np.allclose(ours["losses"], theirs["losses"], rtol=1e-4, atol=1e-5), (ours, theirs)
+    assert np.allclose(ours["p"], theirs["p"], atol=1e-5)
+    assert abs(ours["loss"] - theirs["loss"]) < 1e-4
+    assert ours["losses"][-1] < ours["losses"][0] - 0.1  # it learned

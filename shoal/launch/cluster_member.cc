@@ -352,6 +352,11 @@ class SyncReplicasKeeper {
 // the input being scored (a prediction needs no training data).
 absl::StatusOr<EstimatorConfig> MemberEstimatorConfig(const MemberOptions& options) {
   FileSystems& fs = DefaultFileSystems();
+  if (options.train_input) {
+    return EstimatorConfigFromSchema(
+        fs, options.job, GlobalModelRegistry(),
+        {.schema = options.train_schema, .name = "the fed input", .require_label = false});
+  }
   if (!options.predicting()) return EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry());
   ASSIGN_OR_RETURN(const InputConfig input,
                    PredictionInputFromJob(options.job, options.predict_input));
@@ -499,7 +504,9 @@ absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorS
   bool has_tasks = true;
   InputConfig input = options.job.train_input;
   FeatureInput::Options shard;
-  if (LeasedInput(options)) {
+  if (options.train_input) {
+    // The caller's own batches (a fed session): no share of input.train to compute.
+  } else if (LeasedInput(options)) {
     shard.leased = std::make_shared<LeasedTaskSource>(&coordinator, task, incarnation);
   } else {
     ASSIGN_OR_RETURN(input, TrainerInput(fs, options, trainer, trainers, &has_tasks));
@@ -512,7 +519,9 @@ absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorS
     train.hooks = options.train_hooks;
     ASSIGN_OR_RETURN(
         TrainResult result,
-        estimator->Train(InputFromConfig(fs, options.job.features, input, "input.train", shard),
+        estimator->Train(options.train_input ? options.train_input
+                                             : InputFromConfig(fs, options.job.features, input,
+                                                               "input.train", shard),
                          train));
     LOG(INFO) << task.ToString() << " trained " << result.steps << " steps, " << result.examples
               << " examples (" << result.stop_reason << ")";
@@ -771,7 +780,9 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
     const int trainers = options.cluster.num_trainers();
     InputConfig input = options.job.train_input;
     FeatureInput::Options shard;
-    if (LeasedInput(options)) {
+    if (options.train_input) {
+      // The caller's own batches (a fed session): no data tasks to hand out.
+    } else if (LeasedInput(options)) {
       ASSIGN_OR_RETURN(std::vector<InputTask> tasks,
                        EpochTasks(fs, options, options.job.train_input, "input.train"));
       role.SetDataTasks(std::move(tasks), {.num_epochs = input.num_epochs,
@@ -790,7 +801,9 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
       shard.shard_index = 0;
     }
     TrainSpec train;
-    train.input = InputFromConfig(fs, options.job.features, input, "input.train", shard);
+    train.input = options.train_input
+                      ? options.train_input
+                      : InputFromConfig(fs, options.job.features, input, "input.train", shard);
     train.max_steps = options.job.run.max_steps;
     train.hooks = options.train_hooks;
     train.saving_listeners = options.saving_listeners;

@@ -33,7 +33,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "shoal/estimator/estimator.h"
 #include "shoal/estimator/hooks.h"
+#include "shoal/estimator/job.h"
 #include "shoal/estimator/job_config.h"
 #include "shoal/rpc/cluster_spec.h"
 
@@ -68,6 +70,11 @@ struct MemberOptions {
   // and told of every checkpoint the chief saves; not owned.
   std::vector<SessionRunHook*> train_hooks;
   std::vector<CheckpointSaverListener*> saving_listeners;
+  // When set, the chief or worker trains this input (the Python package's Session.run with a
+  // feed_dict: each trainer's own batches) instead of its share of input.train; there are no data
+  // tasks, and the job ends when every trainer's input has ended (or at run.max_steps).
+  InputFn train_input;
+  Schema train_schema;  // train_input's columns: the model's feature layout comes from them
 };
 
 // A member that stops because the chief failed the job (not because of its own error) returns

@@ -2,8 +2,8 @@
 
 shoal's exports take named raw features (docs/serving.md): the receiver functions here only tell
 the export which features and dtypes the served model takes. A ``ServingInputReceiver`` built
-from placeholders (``tf.placeholder(dtype, shape, name)``) gives them by its features' names and
-dtypes.
+from placeholders (``tf.placeholder(dtype, shape, name)``: a Placeholder here, or a placeholder
+of the default graph, shoal.graph.session) gives them by its features' names and dtypes.
 """
 
 from shoal import dtypes
@@ -40,6 +40,9 @@ class ServingInputReceiver:
         for name, value in features.items():
             if isinstance(value, Placeholder):
                 self.feature_spec[name] = fc.FixedLenFeature(value.shape or (1,), value.dtype)
+            elif getattr(value, "placeholder", None) is not None:  # a default graph's placeholder
+                dtype, shape, _ = value.placeholder
+                self.feature_spec[name] = fc.FixedLenFeature(shape or (1,), dtype)
 
 
 class _SpecReceiver:

@@ -33,13 +33,36 @@ def user_line():
     return "?"
 
 
-def current(api=None):
-    """The active trace; outside a model_fn, an error naming the op."""
-    if not _STACK:
-        raise RuntimeError(
-            f"{api or 'this op'} ({user_line()}) builds a graph, which shoal records only while "
-            "an Estimator traces its model_fn (docs/python.md, \"Porting a TF1 program\")")
-    return _STACK[-1]
+_DEFAULT = []  # the default graph's trace (tf.get_default_graph), made on first use
+
+
+def current(api=None):  # noqa: ARG001 (kept for the callers' error context)
+    """The active trace: a model_fn's while an Estimator traces it, else the default graph's
+    (TF1's low-level programs build it at module level and run it in a Session)."""
+    if _STACK:
+        return _STACK[-1]
+    return default_trace()
+
+
+def default_trace():
+    """The default graph's trace (mode "train": what a Session's steps run)."""
+    if not _DEFAULT:
+        from shoal.graph.model import GraphBuilder
+        trace = Trace(GraphBuilder(), "train")
+        trace.columns = []
+        trace.placeholders = {}
+        trace.default = True
+        _DEFAULT.append(trace)
+    return _DEFAULT[-1]
+
+
+def reset_default_trace():
+    _DEFAULT.clear()
+
+
+def in_model_fn():
+    """Whether an Estimator is tracing a model_fn now."""
+    return bool(_STACK) and not getattr(_STACK[-1], "default", False)
 
 
 def unsupported(api, what, supported=None):
@@ -165,6 +188,12 @@ class Trace:
         """Records node ``op`` of ``inputs`` (with ``attrs``); its result has the static shape
         ``out_shape`` (None for the batch) and value kind ``kind``."""
         node = {"op": op, "inputs": [t.id for t in inputs], "where": self._where(api)}
+        for t in inputs:
+            if t.trace is not self:
+                raise ValueError(
+                    f"{node['where']}: {t.name} is from another graph (as TF: a Tensor must be "
+                    "from the same graph; a model_fn's ops take its own tensors, not ones built "
+                    "outside it)")
         for k, v in attrs.items():
             if v is not None:
                 node[k] = v
@@ -216,6 +245,10 @@ def as_tensor(value, api, like=None):
         return value
     if hasattr(value, "pooled"):  # table rows of [batch, k] ids, not yet pooled
         value.fail(api)
+    if type(value).__name__ == "Placeholder":  # shoal.estimator.export's: no graph input
+        unsupported(api, f"{value!r} as a tensor: a string or shapeless tf.placeholder is no "
+                         "graph input", "float and integer placeholders with a shape, the batch "
+                                        "first (hash strings to ids before feeding them)")
     if hasattr(value, "num_buckets") and hasattr(value, "multi"):  # hashed string ids
         unsupported(api, f"{value!r} as a tensor", "hashed ids in tf.nn.embedding_lookup or "
                                                    "embedding_lookup_sparse of a variable")

@@ -566,3 +566,49 @@ def recall(labels, predictions, weights=None, metrics_collections=None,
     api = "tf.metrics.recall"
     return _metric("recall", api, _as_bool_float(labels, api), _as_bool_float(predictions, api),
                    weights)
+
+
+def keras_binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0, axis=-1):
+    """``tf.keras.losses.binary_crossentropy``: per example, the mean over the last axis. As
+    Keras: probabilities are clipped to [1e-7, 1 - 1e-7] (the output of ``tf.sigmoid`` is
+    replaced by its logits), and ``from_logits=True`` takes logits."""
+    api = "tf.keras.losses.binary_crossentropy"
+    if label_smoothing:
+        unsupported(api, "label_smoothing")
+    if axis != -1:
+        unsupported(api, f"axis={axis}", "axis=-1")
+    y_pred = as_tensor(y_pred, api)
+    y_true = as_tensor(y_true, api, like=y_pred)
+    if y_true.kind != "float":
+        y_true = ops.cast(y_true, "float")
+    logits = y_pred if from_logits else getattr(y_pred, "sigmoid_of", None)
+    if logits is None:
+        epsilon = 1e-7
+        p = ops.minimum(ops.maximum(y_pred, epsilon), 1.0 - epsilon)
+        bce = y_true * ops.log(p + epsilon) + (1.0 - y_true) * ops.log(1.0 - p + epsilon)
+        return ops.reduce_mean(-bce, axis=-1)
+    return ops.reduce_mean(sigmoid_cross_entropy_with_logits(labels=y_true, logits=logits),
+                           axis=-1)
+
+
+def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncating="pre",
+                  value=0.0):
+    """``tf.keras.preprocessing.sequence.pad_sequences`` (NumPy, as Keras's): lists of ids as
+    one ``[len(sequences), maxlen]`` array, padded with ``value`` and cut to ``maxlen``."""
+    import numpy as np
+    if padding not in ("pre", "post") or truncating not in ("pre", "post"):
+        raise ValueError(f"pad_sequences: padding and truncating are 'pre' or 'post', got "
+                         f"{padding!r} and {truncating!r}")
+    lengths = [len(s) for s in sequences]
+    if maxlen is None:
+        maxlen = max(lengths, default=0)
+    out = np.full((len(sequences), maxlen), value, dtype=dtype)
+    for i, s in enumerate(sequences):
+        if not len(s) or maxlen == 0:
+            continue
+        cut = np.asarray(s[-maxlen:] if truncating == "pre" else s[:maxlen], dtype=dtype)
+        if padding == "post":
+            out[i, :len(cut)] = cut
+        else:
+            out[i, -len(cut):] = cut
+    return out

@@ -203,7 +203,9 @@ def pow(x, y, name=None):  # noqa: A001 (TF's name)
 def sigmoid(x, name=None):
     x = as_tensor(x, "tf.sigmoid")
     _numeric("tf.sigmoid", x)
-    return current().add("sigmoid", [x], x._shape, "float", api="tf.sigmoid")
+    out = current().add("sigmoid", [x], x._shape, "float", api="tf.sigmoid")
+    out.sigmoid_of = x  # Keras's binary_crossentropy takes a sigmoid's input as the logits
+    return out
 
 
 def tanh(x, name=None):

@@ -29,7 +29,9 @@ from shoal.data import (decode_csv, parse_example, parse_single_example,  # noqa
                         string_split, string_to_hash_bucket_fast)
 from shoal.dtypes import (bool, double, float16, float32, float64, half, int8,  # noqa: F401,A004
                           int16, int32, int64, string, uint8, DType)
-from shoal.estimator.export import placeholder  # noqa: F401
+from shoal.graph.session import (Graph, InteractiveSession, Session, device,  # noqa: F401
+                                 get_default_graph, global_variables_initializer,
+                                 local_variables_initializer, placeholder, reset_default_graph)
 from shoal.feature_column import FixedLenFeature, VarLenFeature, log1p as _log1p  # noqa: F401
 
 strings = _types.ModuleType("shoal.compat.v1.strings", "tf.strings inside tf.data maps")
@@ -152,6 +154,16 @@ initializers.truncated_normal = _variables.truncated_normal_initializer
 initializers.random_normal = _variables.random_normal_initializer
 keras_initializers = initializers
 
+keras = _types.ModuleType("shoal.compat.v1.keras", "tf.keras: the losses and helpers TF1 "
+                                                   "programs use")
+keras.losses = _types.ModuleType("shoal.compat.v1.keras.losses", "tf.keras.losses")
+keras.losses.binary_crossentropy = _layers.keras_binary_crossentropy
+keras.preprocessing = _types.ModuleType("shoal.compat.v1.keras.preprocessing", "")
+keras.preprocessing.sequence = _types.ModuleType("shoal.compat.v1.keras.preprocessing.sequence",
+                                                 "")
+keras.preprocessing.sequence.pad_sequences = _layers.pad_sequences
+keras.initializers = initializers
+
 summary = _types.ModuleType("shoal.compat.v1.summary", "tf.summary inside a model_fn")
 
 
@@ -212,6 +224,7 @@ def _missing(prefix, names):
 
 
 __getattr__ = _missing("tf.", lambda: globals())
-for _module in (layers, losses, metrics, math, initializers, summary, io, logging, app, strings):
+for _module in (layers, losses, metrics, math, initializers, summary, io, logging, app, strings,
+                keras, keras.losses):
     _module.__getattr__ = _missing(f"tf.{_module.__name__.rsplit('.', 1)[-1]}.",
                                    lambda m=_module: vars(m))
