@@ -705,8 +705,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("batch"))
       .def("close", [](const PyFeed& feed) { feed.queue->Close(); })
       .def_property_readonly("taken", [](const PyFeed& feed) { return feed.queue->taken(); })
-      .def_property_readonly("detached",
-                             [](const PyFeed& feed) { return feed.queue->detached(); });
+      .def_property_readonly("detached", [](const PyFeed& feed) { return feed.queue->detached(); });
 
   m.def("train", &Train, py::arg("job"), py::arg("input"), py::arg("steps"), py::arg("max_steps"),
         py::arg("dispatch"), py::arg("listen") = py::none());
