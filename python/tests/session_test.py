@@ -9,6 +9,7 @@ import re
 import secrets
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -235,11 +236,10 @@ def test_story_003_low_level_program_on_two_ps_reaches_the_linear_models_auc(tmp
     assert sessions_auc > 0.8
 
 
-def test_story_004_distributed_mnist_on_one_ps_and_three_workers(tmp_path):
-    """python/tests/programs/distributed_mnist.py: ps 0 and workers 0-2 as four processes with a
-    StopAtStepHook(last_step=600) in each worker's MonitoredTrainingSession. The job stops at
-    step 600 for all three (each leaves its `with` block cleanly), the ps exits when the job ends,
-    and the final checkpoint classifies the test feed."""
+def distributed_mnist(tmp_path, last_step, kill_worker_after=None):
+    """Runs python/tests/programs/distributed_mnist.py as ps 0 and workers 0-2, one process each;
+    with `kill_worker_after` seconds, kills worker 1 (kill -9) that long after the start. Returns
+    ({(job, index): exit code}, {(job, index): output})."""
     program = os.path.join(REPO, "python", "tests", "programs", "distributed_mnist.py")
     ports = ",".join(str(p) for p in free_ports(4))
     env = dict(os.environ, SHOAL_JOB_SECRET=secrets.token_hex(16))
@@ -247,19 +247,45 @@ def test_story_004_distributed_mnist_on_one_ps_and_three_workers(tmp_path):
     for job, index in (("ps", 0), ("worker", 1), ("worker", 2), ("worker", 0)):
         procs[(job, index)] = subprocess.Popen(
             [sys.executable, program, "--job_name", job, "--task_index", str(index), "--ports",
-             ports, "--dir", str(tmp_path / "ckpt")], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
+             ports, "--dir", str(tmp_path / "ckpt"), "--last_step", str(last_step)], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     outputs = {}
     try:
+        if kill_worker_after is not None:
+            time.sleep(kill_worker_after)
+            procs[("worker", 1)].kill()
         for key, proc in procs.items():
             outputs[key] = proc.communicate(timeout=300)[0]
     finally:
         for proc in procs.values():
             if proc.poll() is None:
                 proc.kill()
-    for key, proc in procs.items():
-        assert proc.returncode == 0, (key, outputs[key][-3000:])
+    return {key: proc.returncode for key, proc in procs.items()}, outputs
+
+
+def test_story_004_distributed_mnist_on_one_ps_and_three_workers(tmp_path):
+    """Story 004's program with a StopAtStepHook(last_step=600) in each worker's
+    MonitoredTrainingSession: the job stops at step 600 for all three (each leaves its `with`
+    block cleanly), the ps exits when the job ends, and the final checkpoint classifies the test
+    feed."""
+    codes, outputs = distributed_mnist(tmp_path, 600)
+    for key, code in codes.items():
+        assert code == 0, (key, outputs[key][-3000:])
     result = json.loads(outputs[("worker", 0)].strip().splitlines()[-1])
     step = int(result["checkpoint"].rsplit("-", 1)[1])
     assert 600 <= step <= 603, result  # async: steps already in flight at the stop still land
+    assert result["accuracy"] > 0.9, result
+
+
+def test_a_killed_fed_worker_does_not_stop_the_job(tmp_path):
+    """Hand-started processes have nobody to restart a killed worker, and its feed died with it:
+    the other workers go on to the last step, the chief stops waiting for the dead one after the
+    heartbeat timeout (30 s) and completes the job, and the ps exits."""
+    codes, outputs = distributed_mnist(tmp_path, 3000, kill_worker_after=4)
+    assert codes[("worker", 1)] != 0
+    for key in (("ps", 0), ("worker", 0), ("worker", 2)):
+        assert codes[key] == 0, (key, outputs[key][-3000:])
+    assert "not waiting for 1 dead trainers" in outputs[("worker", 0)]
+    result = json.loads(outputs[("worker", 0)].strip().splitlines()[-1])
+    assert int(result["checkpoint"].rsplit("-", 1)[1]) >= 3000, result
     assert result["accuracy"] > 0.9, result
