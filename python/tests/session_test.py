@@ -88,6 +88,22 @@ def test_monitored_training_session_trains_stops_at_last_step_and_resumes(tmp_pa
     assert tf.train.latest_checkpoint(ckpt).endswith("ckpt-230")
 
 
+def test_placeholder_with_default_is_fed_or_takes_its_default(tmp_path):
+    """Story 004's fix for "You must feed a value for placeholder tensor": a placeholder with a
+    default runs unfed."""
+    x = tf.placeholder_with_default(np.array([[1.0], [2.0]], np.float32), [None, 1], name="x")
+    w = tf.Variable(tf.ones([1, 1]), name="w")
+    y = tf.matmul(x, w) * 3.0
+    train_op = tf.train.GradientDescentOptimizer(1e-9).minimize(tf.reduce_mean(y))
+    sess = tf.Session()
+    sess.run(train_op)  # nothing fed: the default is the batch
+    sess.close()
+    restored = tf.Session()
+    tf.train.Saver().restore(restored, tf.train.latest_checkpoint(sess._model_dir))
+    np.testing.assert_allclose(restored.run(y), [[3.0], [6.0]], rtol=1e-6)
+    np.testing.assert_allclose(restored.run(y, feed_dict={x: [[5.0]]}), [[15.0]], rtol=1e-6)
+
+
 def test_a_plain_session_trains_on_each_feed_and_evaluates_after_close():
     x, y, pred, loss, step, train_op = linear_regression_graph()
     rng = np.random.default_rng(1)

@@ -40,7 +40,8 @@ from shoal.graph.model import GRAPH_VERSION, TracedModel, TrainOp, _collect_feat
 
 _log = logging.getLogger("shoal")
 
-__all__ = ["Graph", "get_default_graph", "reset_default_graph", "placeholder", "Session",
+__all__ = ["Graph", "get_default_graph", "reset_default_graph", "placeholder",
+           "placeholder_with_default", "Session",
            "InteractiveSession", "MonitoredTrainingSession", "ClusterSpec", "Server",
            "replica_device_setter", "device", "global_variables_initializer",
            "local_variables_initializer", "Saver", "latest_checkpoint"]
@@ -122,6 +123,20 @@ def placeholder(dtype, shape=None, name=None):
     tensor.name = f"{feature}:0"
     tensor.placeholder = (dtype, user_shape, feature)
     trace.placeholders[feature] = tensor
+    return tensor
+
+
+def placeholder_with_default(input, shape, name=None):  # noqa: A002 (TF's name)
+    """``tf.placeholder_with_default`` of a low-level program: a placeholder whose value, when a
+    run does not feed it, is ``input`` (the default's rows are then the batch)."""
+    default = np.asarray(input)
+    kind = "int64" if default.dtype.kind in "iu" else "bool" if default.dtype.kind == "b" \
+        else "float32"
+    tensor = placeholder(getattr(dtypes, kind), shape, name or "PlaceholderWithDefault")
+    if not isinstance(tensor, Tensor):
+        core.unsupported("tf.placeholder_with_default", "a default without a batch dimension",
+                         "a [batch, ...] default")
+    tensor.default = default
     return tensor
 
 
@@ -548,6 +563,9 @@ class _SessionBase:
         out = []
         rows = None
         for name, kind, width in columns:
+            default = getattr(self._trace.placeholders[name], "default", None)
+            if name not in by_name and default is not None:
+                by_name[name] = (self._trace.placeholders[name], default)
             if name not in by_name:
                 tensor = self._trace.placeholders[name]
                 dims = ",".join("?" if d is None else str(d) for d in tensor._shape)
@@ -596,7 +614,8 @@ class _SessionBase:
         for i, t in enumerate(tensors):
             node = t.id
             if not t._shape or t._shape[0] is not None:
-                anchor = anchor if anchor is not None else _batch_zeros(nodes, trace, tensors)
+                anchor = anchor if anchor is not None else _batch_zeros(nodes, trace, tensors,
+                                                                        feed_dict)
                 nodes.append({"op": "binary", "fn": "add", "inputs": [node, anchor],
                               "where": "Session.run"})
                 node = len(nodes) - 1
@@ -787,11 +806,14 @@ def _without_unread_id_placeholders(mode, traced):
     return nodes
 
 
-def _batch_zeros(nodes, trace, tensors):
+def _batch_zeros(nodes, trace, tensors, feed_dict):
     """Nodes appended to ``nodes`` giving zeros of shape [batch] from a fed placeholder, to carry
     a fetched value without a batch dimension through a prediction."""
+    fed = {getattr(k, "name", None) for k in feed_dict} | \
+        {k if ":" in k else k + ":0" for k in feed_dict if isinstance(k, str)}
     for t in trace.placeholders.values():
-        if t.kind != "float":
+        if t._shape.count(None) != 1 or (t.name not in fed and
+                                          getattr(t, "default", None) is None):
             continue
         rank = len(t._shape)
         nodes.append({"op": "compare", "fn": "equal", "inputs": [t.id, t.id],

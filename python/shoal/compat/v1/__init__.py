@@ -50,6 +50,7 @@ from shoal.graph import layers as _layers  # noqa: E402
 from shoal.graph import ops as _ops  # noqa: E402
 from shoal.graph import variables as _variables  # noqa: E402
 from shoal.graph.core import Tensor, TensorShape  # noqa: E402,F401
+from shoal.graph.core import in_model_fn as _in_model_fn  # noqa: E402
 
 for _name in _ops.__all__:
     if _name != "where_":
@@ -80,8 +81,12 @@ math.truediv = math.divide
 
 
 def placeholder_with_default(input, shape, name=None):  # noqa: A002 (TF's name)
-    """Inside a model_fn the default is what flows (nothing is fed to a traced graph)."""
-    return _ops.identity(input)
+    """Inside a model_fn the default is what flows (nothing is fed to a traced graph); in a
+    low-level program, a placeholder that a run may feed, else its default is fed."""
+    from shoal.graph import session
+    if _in_model_fn() or isinstance(input, Tensor):
+        return _ops.identity(input)
+    return session.placeholder_with_default(input, shape, name)
 
 
 def group(*inputs, **kwargs):
