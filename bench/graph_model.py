@@ -2,9 +2,11 @@
 
 The DNN of DNNClassifier(hidden_units=[256, 128]) over 32 numeric features is written as a
 model_fn with the canned model's variable names and math (so both train the same model), and
-both train on the same 400,000 generated rows, batch 256, one epoch, one training thread. The two
-alternate `--repeat` times (default 5), each in a fresh model_dir, so that a machine's drift hits
-both alike; prints one JSON line: each run's examples/s, their medians and ratio, both AUCs.
+both train on the same 400,000 generated rows, batch 256, one epoch, one training thread; so does
+the same DNN as a low-level program (placeholders fed by `sess.run` from NumPy, one engine step
+per run). The three alternate `--repeat` times (default 5), each in a fresh model_dir, so that a
+machine's drift hits all alike; prints one JSON line: each run's examples/s, their medians and
+ratios, the AUCs.
 
     py=$(scripts/python-package.sh) && "$py" bench/graph_model.py [--rows N] [--repeat K]
 """
@@ -48,6 +50,34 @@ def model_fn(features, labels, mode):
         eval_metric_ops={"auc": tf.metrics.auc(label, tf.sigmoid(logits))})
 
 
+def timed_session(x, y, batch, model_dir):
+    """The same DNN as a low-level program: placeholders fed batch by batch from NumPy in a
+    MonitoredTrainingSession loop (one engine step per sess.run)."""
+    tf.reset_default_graph()
+    inputs = tf.placeholder(tf.float32, [None, WIDTH], name="x")
+    label = tf.placeholder(tf.float32, [None, 1], name="label")
+    net = inputs
+    for i, units in enumerate(HIDDEN):
+        with tf.variable_scope(f"dnn/hidden_{i}"):
+            kernel = tf.get_variable("kernel", [net.shape[1], units])
+            bias = tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
+        net = tf.nn.relu(tf.matmul(net, kernel) + bias)
+    with tf.variable_scope("dnn/logits"):
+        logits = tf.matmul(net, tf.get_variable("kernel", [HIDDEN[-1], 1])) + \
+            tf.get_variable("bias", [1], initializer=tf.zeros_initializer())
+    loss = tf.losses.sigmoid_cross_entropy(label, logits)
+    train_op = tf.train.AdagradOptimizer(0.05).minimize(loss)
+    features = x["x"]
+    labels = y.astype(np.float32).reshape(-1, 1)
+    order = np.random.default_rng(0).permutation(len(labels))
+    start = time.perf_counter()
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=model_dir) as sess:
+        for begin in range(0, len(order), batch):
+            rows = order[begin:begin + batch]
+            sess.run(train_op, feed_dict={inputs: features[rows], label: labels[rows]})
+    return time.perf_counter() - start
+
+
 def timed_train(est, x, y, batch):
     start = time.perf_counter()
     est.train(tf.estimator.inputs.numpy_input_fn(x, y, batch_size=batch, num_epochs=1,
@@ -65,7 +95,8 @@ def main():
     x_eval, y_eval = data(50_000, 2)
     evaluate = tf.estimator.inputs.numpy_input_fn(x_eval, y_eval, batch_size=1000, shuffle=False)
     config = tf.estimator.RunConfig(tf_random_seed=3, log_step_count_steps=10_000)
-    out = {"rows": args.rows, "batch": args.batch, "canned_runs": [], "traced_runs": []}
+    out = {"rows": args.rows, "batch": args.batch, "canned_runs": [], "traced_runs": [],
+           "session_runs": []}
     for run in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
             traced = tf.estimator.Estimator(model_fn, model_dir=tmp + "/traced", config=config)
@@ -77,10 +108,14 @@ def main():
                 out[f"{name}_runs"].append(round(args.rows / seconds))
                 if run == 0:
                     out[f"{name}_auc"] = round(float(est.evaluate(evaluate)["auc"]), 4)
-    for name in ("canned", "traced"):
+            seconds = timed_session(x, y, args.batch, tmp + "/session")
+            out["session_runs"].append(round(args.rows / seconds))
+    for name in ("canned", "traced", "session"):
         out[f"{name}_examples_per_sec"] = round(statistics.median(out[f"{name}_runs"]))
     out["traced_over_canned"] = round(out["traced_examples_per_sec"] /
                                       out["canned_examples_per_sec"], 3)
+    out["session_over_canned"] = round(out["session_examples_per_sec"] /
+                                       out["canned_examples_per_sec"], 3)
     print(json.dumps(out))
 
 
