@@ -32,17 +32,21 @@ def data(rows, seed):
     return {"x": x}, y
 
 
-def model_fn(features, labels, mode):
-    net = tf.feature_column.input_layer(features, [tf.feature_column.numeric_column(
-        "x", shape=(WIDTH,))])
+def dnn_logits(net):
+    """DNNClassifier's network with its variable names: ReLU layers, then one logit."""
     for i, units in enumerate(HIDDEN):
         with tf.variable_scope(f"dnn/hidden_{i}"):
             kernel = tf.get_variable("kernel", [net.shape[1], units])
             bias = tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
         net = tf.nn.relu(tf.matmul(net, kernel) + bias)
     with tf.variable_scope("dnn/logits"):
-        logits = tf.matmul(net, tf.get_variable("kernel", [HIDDEN[-1], 1])) + \
+        return tf.matmul(net, tf.get_variable("kernel", [HIDDEN[-1], 1])) + \
             tf.get_variable("bias", [1], initializer=tf.zeros_initializer())
+
+
+def model_fn(features, labels, mode):
+    logits = dnn_logits(tf.feature_column.input_layer(
+        features, [tf.feature_column.numeric_column("x", shape=(WIDTH,))]))
     label = tf.reshape(labels, [-1, 1])
     loss = tf.losses.sigmoid_cross_entropy(label, logits)
     return tf.estimator.EstimatorSpec(
@@ -56,15 +60,7 @@ def timed_session(x, y, batch, model_dir):
     tf.reset_default_graph()
     inputs = tf.placeholder(tf.float32, [None, WIDTH], name="x")
     label = tf.placeholder(tf.float32, [None, 1], name="label")
-    net = inputs
-    for i, units in enumerate(HIDDEN):
-        with tf.variable_scope(f"dnn/hidden_{i}"):
-            kernel = tf.get_variable("kernel", [net.shape[1], units])
-            bias = tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
-        net = tf.nn.relu(tf.matmul(net, kernel) + bias)
-    with tf.variable_scope("dnn/logits"):
-        logits = tf.matmul(net, tf.get_variable("kernel", [HIDDEN[-1], 1])) + \
-            tf.get_variable("bias", [1], initializer=tf.zeros_initializer())
+    logits = dnn_logits(inputs)
     loss = tf.losses.sigmoid_cross_entropy(label, logits)
     train_op = tf.train.AdagradOptimizer(0.05).minimize(loss)
     features = x["x"]

@@ -12,21 +12,12 @@ import sys
 import zlib
 
 import numpy as np
+from story_data import auc
 
 import shoal.compat.v1 as tf
 
 vocab_size = 10_000_000
 tokens_per_example = 12
-
-
-def auc(labels, scores):
-    """ROC AUC by ranks (Mann-Whitney)."""
-    order = np.argsort(scores, kind="stable")
-    ranks = np.empty(len(scores))
-    ranks[order] = np.arange(1, len(scores) + 1)
-    positives = labels > 0.5
-    n_pos, n_neg = positives.sum(), (~positives).sum()
-    return (ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
 def make_data(rows, seed, token_weights):
