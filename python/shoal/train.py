@@ -1,6 +1,6 @@
 """``tf.train`` (TF1): the optimizers the canned estimators take, the session-run hooks, and the
-low-level program's cluster and sessions (``ClusterSpec``, ``Server``, ``MonitoredTrainingSession``:
-shoal.graph.session).
+low-level program's cluster and sessions (``ClusterSpec``, ``Server``: shoal.graph.servers;
+``MonitoredTrainingSession``, ``Saver``: shoal.graph.session).
 
 An optimizer object here only carries its hyper-parameters to the engine's optimizer of the same
 name (docs/config.md, "optimizer"); the update rules are TF's (docs/embedding.md has the
@@ -13,8 +13,8 @@ from shoal.estimator.hooks import (CheckpointSaverListener, FinalOpsHook,  # noq
                                    SessionRunValues, StepCounterHook, StopAtStepHook,
                                    get_global_step, get_or_create_global_step)
 
-from shoal.graph.session import (ClusterSpec, MonitoredTrainingSession, Saver,  # noqa: F401
-                                 Server, latest_checkpoint, replica_device_setter)
+from shoal.graph.servers import ClusterSpec, Server, replica_device_setter  # noqa: F401
+from shoal.graph.session import MonitoredTrainingSession, Saver, latest_checkpoint  # noqa: F401
 
 __all__ = ["ClusterSpec", "Server", "replica_device_setter", "MonitoredTrainingSession", "Saver",
            "latest_checkpoint", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",

@@ -3,7 +3,7 @@
 shoal's exports take named raw features (docs/serving.md): the receiver functions here only tell
 the export which features and dtypes the served model takes. A ``ServingInputReceiver`` built
 from placeholders (``tf.placeholder(dtype, shape, name)``: a Placeholder here, or a placeholder
-of the default graph, shoal.graph.session) gives them by its features' names and dtypes.
+of the default graph, shoal.graph.default_graph) gives them by its features' names and dtypes.
 """
 
 from shoal import dtypes

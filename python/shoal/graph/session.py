@@ -22,6 +22,9 @@ TF's never does), and ``MonitoredTrainingSession(master=server.target)`` on a wo
 trainer of the job. As in TF, worker 0 is the chief (when the cluster has no "chief" job): it
 initialises and checkpoints the model and ends the job once every worker's session has closed.
 Every process needs the job's secret in ``SHOAL_JOB_SECRET``.
+
+The default graph and placeholders are shoal.graph.default_graph; the cluster,
+shoal.graph.servers.
 """
 
 import json
@@ -33,258 +36,21 @@ import threading
 
 import numpy as np
 
-from shoal import dtypes
-from shoal.graph import core
 from shoal.graph.core import Tensor, UnsupportedError, user_line
+from shoal.graph.default_graph import Graph, get_default_graph
 from shoal.graph.model import GRAPH_VERSION, TracedModel, TrainOp, _collect_features
+from shoal.graph.servers import _SERVERS, _run_member
 
 _log = logging.getLogger("shoal")
 
-__all__ = ["Graph", "get_default_graph", "reset_default_graph", "placeholder",
-           "placeholder_with_default", "Session",
-           "InteractiveSession", "MonitoredTrainingSession", "ClusterSpec", "Server",
-           "replica_device_setter", "device", "global_variables_initializer",
-           "local_variables_initializer", "Saver", "latest_checkpoint"]
+__all__ = ["Session", "InteractiveSession", "MonitoredTrainingSession",
+           "global_variables_initializer", "local_variables_initializer", "Saver",
+           "latest_checkpoint"]
 
 
 def _core():
     from shoal import _core as core_module
     return core_module
-
-
-# ---- the default graph ----
-
-class Graph:
-    """``tf.Graph``: ops record into the graph made default by ``as_default()``."""
-
-    def __init__(self, trace=None):
-        if trace is None:
-            from shoal.graph.model import GraphBuilder
-            trace = core.Trace(GraphBuilder(), "train")
-            trace.columns, trace.placeholders, trace.default = [], {}, True
-        self._trace = trace
-
-    def as_default(self):
-        graph = self
-
-        class _Default:
-            def __enter__(self):
-                core._DEFAULT.append(graph._trace)
-                return graph
-
-            def __exit__(self, *exc):
-                core._DEFAULT.remove(graph._trace)
-                return False
-        return _Default()
-
-    def finalize(self):
-        pass
-
-    def get_tensor_by_name(self, name):
-        for t in self._trace.placeholders.values():
-            if t.name == name or t.name.split(":")[0] == name:
-                return t
-        raise KeyError(f"the graph has no placeholder named {name!r} (shoal finds placeholders "
-                       "by name; keep the Python tensors of other ops)")
-
-
-def get_default_graph():
-    return Graph(core.default_trace())
-
-
-def reset_default_graph():
-    core.reset_default_trace()
-
-
-def placeholder(dtype, shape=None, name=None):
-    """``tf.placeholder``: outside a model_fn, an input of the default graph that ``feed_dict``
-    fills (the first dimension is the batch); inside a serving input function, a named input of
-    the export."""
-    from shoal.estimator.export import Placeholder
-    api = "tf.placeholder"
-    if dtypes._kind(dtype) is None:
-        raise TypeError(f"{api} ({user_line()}): {dtype!r} is not a dtype")
-    if core.in_model_fn() or dtypes.is_string(dtype) or not shape:
-        # A serving input function's string or shapeless input; a graph op on it is an error
-        # naming the op (it is no tensor).
-        return Placeholder(dtype, shape, name)
-    trace = core.current(api)
-    user_shape = shape
-    shape = [None] + [None if d is None else int(d) for d in list(shape)[1:]]
-    base = name or "Placeholder"
-    feature = base
-    i = 0
-    while feature in trace.placeholders:
-        i += 1
-        feature = f"{base}_{i}"
-    kind = {"int": "int", "bool": "bool"}.get(dtypes._kind(dtype), "float")
-    tensor = trace.add("feature", [], shape, kind, api=api, name=feature,
-                       shape=[-1 if d is None else d for d in shape])
-    tensor.name = f"{feature}:0"
-    tensor.placeholder = (dtype, user_shape, feature)
-    trace.placeholders[feature] = tensor
-    return tensor
-
-
-def placeholder_with_default(input, shape, name=None):  # noqa: A002 (TF's name)
-    """``tf.placeholder_with_default`` of a low-level program: a placeholder whose value, when a
-    run does not feed it, is ``input`` (the default's rows are then the batch)."""
-    default = np.asarray(input)
-    kind = "int64" if default.dtype.kind in "iu" else "bool" if default.dtype.kind == "b" \
-        else "float32"
-    tensor = placeholder(getattr(dtypes, kind), shape, name or "PlaceholderWithDefault")
-    if not isinstance(tensor, Tensor):
-        core.unsupported("tf.placeholder_with_default", "a default without a batch dimension",
-                         "a [batch, ...] default")
-    tensor.default = default
-    return tensor
-
-
-# ---- devices and clusters ----
-
-class device:  # noqa: N801 (TF's name)
-    """``tf.device``: placement is shoal's (variables on the parameter servers, ops on the
-    trainer): accepted and ignored."""
-
-    def __init__(self, device_name_or_function):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:worker",
-                          merge_devices=True, cluster=None, ps_ops=None, ps_strategy=None):
-    """Returns a device function that shoal ignores: it places variables on the ps itself."""
-    return lambda op: worker_device
-
-
-class ClusterSpec:
-    """``tf.train.ClusterSpec({"ps": [...], "worker": [...]})``."""
-
-    def __init__(self, cluster):
-        if isinstance(cluster, ClusterSpec):
-            cluster = cluster.as_dict()
-        if not isinstance(cluster, dict):
-            raise TypeError(f"ClusterSpec takes a dict of job name -> addresses, got {cluster!r}")
-        self._jobs = {}
-        for job, tasks in cluster.items():
-            if isinstance(tasks, dict):
-                tasks = [tasks[i] for i in sorted(tasks)]
-            self._jobs[str(job)] = [str(t) for t in tasks]
-
-    def as_dict(self):
-        return {k: list(v) for k, v in self._jobs.items()}
-
-    @property
-    def jobs(self):
-        return list(self._jobs)
-
-    def num_tasks(self, job_name):
-        return len(self._jobs[job_name])
-
-    def job_tasks(self, job_name):
-        return list(self._jobs[job_name])
-
-    def task_address(self, job_name, task_index):
-        return self._jobs[job_name][task_index]
-
-
-_SERVERS = {}
-
-
-class Server:
-    """``tf.train.Server``: this task of the cluster. A ps serves on ``join()``; a worker's
-    ``target`` goes to ``MonitoredTrainingSession(master=...)``."""
-
-    def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
-                 config=None, start=True):
-        cluster = server_or_cluster_def
-        if isinstance(cluster, dict):
-            cluster = ClusterSpec(cluster)
-        if not isinstance(cluster, ClusterSpec):
-            raise TypeError(f"Server takes a tf.train.ClusterSpec, got {cluster!r}")
-        jobs = cluster.as_dict()
-        if job_name is None:
-            raise ValueError("Server: job_name is required (ps or worker)")
-        if job_name not in jobs:
-            raise ValueError(f"Server: job_name {job_name!r} is not in the cluster's jobs "
-                             f"{sorted(jobs)}")
-        task_index = int(task_index or 0)
-        if not 0 <= task_index < len(jobs[job_name]):
-            raise ValueError(f"Server: task_index {task_index} is out of range for job "
-                             f"{job_name!r} ({len(jobs[job_name])} tasks)")
-        self.cluster, self.job_name, self.task_index = cluster, job_name, task_index
-        self.tf_config = _shoal_tf_config(jobs, job_name, task_index)
-        self.target = f"grpc://{jobs[job_name][task_index]}"
-        _SERVERS[self.target] = self
-
-    @property
-    def server_def(self):
-        return self.tf_config
-
-    def start(self):
-        pass
-
-    def join(self):
-        """A ps serves its parameter shard until the job ends, then returns (shoal's lifecycle:
-        the ps exits with the job). A worker's join waits for nothing."""
-        role = self.tf_config["task"]["type"]
-        if role != "ps":
-            _log.warning("Server.join() on %s: shoal's trainers run in their session; nothing "
-                         "to join", role)
-            return
-        job = {"model_dir": tempfile.mkdtemp(prefix="shoal-ps-"),
-               "model": {"type": "graph", "graph": _EMPTY_GRAPH},
-               "features": {"numeric": [{"name": "x"}]}}
-        _run_member(_core().Job(json.dumps(job), os.path.join(os.getcwd(), "ps.json"), []),
-                    self.tf_config, None, None)
-
-
-_EMPTY_GRAPH = {"version": GRAPH_VERSION, "variables": [],
-                "modes": {"infer": {"nodes": [{"op": "feature", "inputs": [], "name": "x",
-                                               "shape": [-1]}],
-                                    "predictions": [["x", 0]]}}}
-
-
-def _shoal_tf_config(jobs, job_name, task_index):
-    """TF_CONFIG as shoal reads it: TF1's worker 0 is the chief when the cluster names none."""
-    cluster = {k: list(v) for k, v in jobs.items()}
-    if "master" in cluster:
-        cluster["chief"] = cluster.pop("master")
-        job_name = "chief" if job_name == "master" else job_name
-    if "ps" not in cluster or not cluster["ps"]:
-        raise ValueError("ClusterSpec: shoal's parameter-server training needs a 'ps' job")
-    unknown = set(cluster) - {"ps", "worker", "chief", "evaluator"}
-    if unknown:
-        raise ValueError(f"ClusterSpec: unknown jobs {sorted(unknown)}: shoal's are ps, worker, "
-                         "chief (or master) and evaluator")
-    if "chief" not in cluster:
-        workers = cluster.get("worker", [])
-        if not workers:
-            raise ValueError("ClusterSpec: no worker to train")
-        cluster["chief"] = workers[:1]
-        cluster["worker"] = workers[1:]
-        if job_name == "worker":
-            job_name, task_index = ("chief", 0) if task_index == 0 else ("worker", task_index - 1)
-    if not cluster.get("worker"):
-        cluster.pop("worker", None)
-    return {"cluster": cluster, "task": {"type": job_name, "index": task_index}}
-
-
-def _run_member(job, tf_config, dispatch, core_input):
-    secret = os.environ.get("SHOAL_JOB_SECRET", "")
-    if len(secret) < 16:
-        from shoal import errors
-        raise errors.InvalidArgumentError(
-            "tf.train.Server: no job secret (or shorter than 16 bytes): set SHOAL_JOB_SECRET to "
-            "the same value in every process of the job; shoal authenticates every connection")
-    return _core().run_member(job, json.dumps(tf_config), secret,
-                              os.environ.get("SHOAL_JOB_ID", ""), dispatch, None, core_input)
-
 
 # ---- initializers and savers ----
 

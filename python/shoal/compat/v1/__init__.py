@@ -29,9 +29,11 @@ from shoal.data import (decode_csv, parse_example, parse_single_example,  # noqa
                         string_split, string_to_hash_bucket_fast)
 from shoal.dtypes import (bool, double, float16, float32, float64, half, int8,  # noqa: F401,A004
                           int16, int32, int64, string, uint8, DType)
-from shoal.graph.session import (Graph, InteractiveSession, Session, device,  # noqa: F401
-                                 get_default_graph, global_variables_initializer,
-                                 local_variables_initializer, placeholder, reset_default_graph)
+from shoal.graph.default_graph import (Graph, get_default_graph, placeholder,  # noqa: F401
+                                       reset_default_graph)
+from shoal.graph.servers import device  # noqa: F401
+from shoal.graph.session import (InteractiveSession, Session,  # noqa: F401
+                                 global_variables_initializer, local_variables_initializer)
 from shoal.feature_column import FixedLenFeature, VarLenFeature, log1p as _log1p  # noqa: F401
 
 strings = _types.ModuleType("shoal.compat.v1.strings", "tf.strings inside tf.data maps")
@@ -83,10 +85,10 @@ math.truediv = math.divide
 def placeholder_with_default(input, shape, name=None):  # noqa: A002 (TF's name)
     """Inside a model_fn the default is what flows (nothing is fed to a traced graph); in a
     low-level program, a placeholder that a run may feed, else its default is fed."""
-    from shoal.graph import session
+    from shoal.graph import default_graph
     if _in_model_fn() or isinstance(input, Tensor):
         return _ops.identity(input)
-    return session.placeholder_with_default(input, shape, name)
+    return default_graph.placeholder_with_default(input, shape, name)
 
 
 def group(*inputs, **kwargs):
