@@ -1,9 +1,12 @@
 #include "shoal/data/idx_source.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
 #include "shoal/data/idx.h"
@@ -120,32 +123,12 @@ absl::Status CheckImageSize(absl::string_view path, int64_t rows, int64_t cols,
 
 class IdxRecordReader final : public RecordReader {
  public:
-  IdxRecordReader(std::string path, IdxArray images, IdxArray labels, int64_t begin, int64_t end)
-      : path_(std::move(path)),
-        images_(std::move(images)),
-        labels_(std::move(labels)),
-        pixels_(images_.header.dims[1] * images_.header.dims[2]),
-        record_(static_cast<size_t>(1 + pixels_), '\0'),
-        next_(begin),
-        end_(end) {}
+  IdxRecordReader(std::shared_ptr<const IdxFileCache::Files> files, int64_t begin, int64_t end);
 
-  absl::Status Next(absl::string_view* record, RecordPosition* position) override {
-    if (next_ >= end_) return absl::OutOfRangeError("end of the IDX task");
-    const size_t offset = static_cast<size_t>(next_ * pixels_);
-    record_[0] = labels_.values[static_cast<size_t>(next_)];
-    std::memcpy(record_.data() + 1, images_.values.data() + offset, static_cast<size_t>(pixels_));
-    position->path = path_;
-    position->offset = images_.header.header_bytes + offset;
-    position->line = next_ + 1;
-    ++next_;
-    *record = record_;
-    return absl::OkStatus();
-  }
+  absl::Status Next(absl::string_view* record, RecordPosition* position) override;
 
  private:
-  const std::string path_;
-  const IdxArray images_;
-  const IdxArray labels_;
+  const std::shared_ptr<const IdxFileCache::Files> files_;
   const int64_t pixels_;
   std::string record_;
   int64_t next_;
@@ -175,28 +158,101 @@ absl::StatusOr<IdxImagesShape> ReadIdxImagesShape(FileSystems& fs, absl::string_
   return IdxImagesShape{header.dims[0], header.dims[1], header.dims[2]};
 }
 
+struct IdxFileCache::Files {
+  std::string path;  // the images file
+  IdxArray images;
+  IdxArray labels;
+};
+
+struct IdxFileCache::State {
+  std::mutex mu;
+  absl::flat_hash_map<std::string, std::shared_ptr<const Files>> files;
+  int64_t reads = 0;
+};
+
+namespace {
+
+// Reads and checks the images file `path` and its labels file.
+absl::StatusOr<std::shared_ptr<const IdxFileCache::Files>> ReadIdxFiles(
+    FileSystems& fs, absl::string_view path, const IdxReaderOptions& options) {
+  auto files = std::make_shared<IdxFileCache::Files>();
+  files->path = std::string(path);
+  ASSIGN_OR_RETURN(std::string labels_path, IdxLabelsPath(path));
+  ASSIGN_OR_RETURN(files->images, ReadIdxFile(fs, path, 3));
+  const IdxHeaderInfo& images = files->images.header;
+  RETURN_IF_ERROR(CheckImageSize(path, images.dims[1], images.dims[2], options));
+  ASSIGN_OR_RETURN(files->labels, ReadIdxFile(fs, labels_path, 1));
+  if (images.dims[0] != files->labels.header.dims[0]) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", images.dims[0], " images but ",
+                                                   labels_path, " has ",
+                                                   files->labels.header.dims[0], " labels"));
+  }
+  return files;
+}
+
+IdxRecordReader::IdxRecordReader(std::shared_ptr<const IdxFileCache::Files> files, int64_t begin,
+                                 int64_t end)
+    : files_(std::move(files)),
+      pixels_(files_->images.header.dims[1] * files_->images.header.dims[2]),
+      record_(static_cast<size_t>(1 + pixels_), '\0'),
+      next_(begin),
+      end_(end) {}
+
+absl::Status IdxRecordReader::Next(absl::string_view* record, RecordPosition* position) {
+  if (next_ >= end_) return absl::OutOfRangeError("end of the IDX task");
+  const size_t offset = static_cast<size_t>(next_ * pixels_);
+  record_[0] = files_->labels.values[static_cast<size_t>(next_)];
+  std::memcpy(record_.data() + 1, files_->images.values.data() + offset,
+              static_cast<size_t>(pixels_));
+  position->path = files_->path;
+  position->offset = files_->images.header.header_bytes + offset;
+  position->line = next_ + 1;
+  ++next_;
+  *record = record_;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+IdxFileCache::IdxFileCache() : state_(std::make_unique<State>()) {}
+IdxFileCache::~IdxFileCache() = default;
+
+absl::StatusOr<std::shared_ptr<const IdxFileCache::Files>> IdxFileCache::Get(
+    FileSystems& fs, absl::string_view path, const IdxReaderOptions& options) {
+  // Held while reading: the others wait for the file rather than read it again.
+  std::lock_guard lock(state_->mu);
+  auto it = state_->files.find(path);
+  if (it != state_->files.end()) return it->second;
+  ++state_->reads;
+  ASSIGN_OR_RETURN(std::shared_ptr<const Files> files, ReadIdxFiles(fs, path, options));
+  state_->files.emplace(std::string(path), files);
+  return files;
+}
+
+int64_t IdxFileCache::files_read() const {
+  std::lock_guard lock(state_->mu);
+  return state_->reads;
+}
+
 absl::StatusOr<std::unique_ptr<RecordReader>> OpenIdxRecordReader(FileSystems& fs,
                                                                   const DataTask& task,
-                                                                  const IdxReaderOptions& options) {
-  ASSIGN_OR_RETURN(std::string labels_path, IdxLabelsPath(task.path));
-  ASSIGN_OR_RETURN(IdxArray images, ReadIdxFile(fs, task.path, 3));
-  RETURN_IF_ERROR(CheckImageSize(task.path, images.header.dims[1], images.header.dims[2], options));
-  ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(fs, labels_path, 1));
-  if (images.header.dims[0] != labels.header.dims[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(task.path, ": ", images.header.dims[0],
-                                                   " images but ", labels_path, " has ",
-                                                   labels.header.dims[0], " labels"));
+                                                                  const IdxReaderOptions& options,
+                                                                  IdxFileCache* cache) {
+  std::shared_ptr<const IdxFileCache::Files> files;
+  if (cache != nullptr) {
+    ASSIGN_OR_RETURN(files, cache->Get(fs, task.path, options));
+  } else {
+    ASSIGN_OR_RETURN(files, ReadIdxFiles(fs, task.path, options));
   }
   // A task's begin/end count images (StaticTaskOptions::split_records), not bytes.
-  const uint64_t count = static_cast<uint64_t>(images.header.dims[0]);
+  const auto count = static_cast<uint64_t>(files->images.header.dims[0]);
   const uint64_t end = std::min(task.end, count);
   if (task.begin > end) {
     return absl::InvalidArgumentError(absl::StrCat(task.path, ": record range [", task.begin, ", ",
                                                    task.end, ") is outside its ", count,
                                                    " images"));
   }
-  return std::make_unique<IdxRecordReader>(task.path, std::move(images), std::move(labels),
-                                           static_cast<int64_t>(task.begin),
+  return std::make_unique<IdxRecordReader>(std::move(files), static_cast<int64_t>(task.begin),
                                            static_cast<int64_t>(end));
 }
 
@@ -219,10 +275,22 @@ absl::Status IdxImageParser::Parse(absl::string_view record, RawBatch* batch) co
     return absl::InvalidArgumentError(
         absl::StrCat("IDX image record of ", record.size(), " bytes, expected 1 + ", pixels_));
   }
+  // The same scaling as ParseIdx (idx.cc), so both paths give identical floats: pixel / 255 by
+  // a table of the 256 values, appended a chunk at a time.
+  static const std::array<float, 256> kScaled = [] {
+    std::array<float, 256> table{};
+    for (size_t v = 0; v < table.size(); ++v) {
+      table[v] = static_cast<float>(v) * (1.0f / 255.0f);
+    }
+    return table;
+  }();
   RawColumn& image = batch->column(0);
-  for (size_t i = 1; i < record.size(); ++i) {
-    // The same scaling as ParseIdx (idx.cc), so both paths give identical floats.
-    image.AddFloat(static_cast<float>(static_cast<uint8_t>(record[i])) * (1.0f / 255.0f));
+  std::array<float, 256> chunk;
+  for (size_t i = 1; i < record.size();) {
+    const size_t n = std::min(chunk.size(), record.size() - i);
+    for (size_t j = 0; j < n; ++j) chunk[j] = kScaled[static_cast<uint8_t>(record[i + j])];
+    image.AddFloats(absl::MakeConstSpan(chunk.data(), n));
+    i += n;
   }
   image.EndRow();
   RawColumn& label = batch->column(1);

@@ -21,8 +21,9 @@
 // header's size must match the bytes exactly) and corrupt compressed data; the file system's code
 // (NOT_FOUND, ...) for a missing file.
 //
-// The reader holds both decompressed files in memory (47 MB for the Fashion-MNIST train images);
-// not thread-safe, one per task. The parser is immutable and thread-safe.
+// The reader holds both decompressed files in memory (47 MB for the Fashion-MNIST train images),
+// shared with the other readers of the same IdxFileCache; not thread-safe, one per task. The
+// parser is immutable and thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -57,9 +58,32 @@ struct IdxReaderOptions {
   int64_t cols = 0;
 };
 
-// The reader of one task's images file and its labels file.
+// Decompressed IDX files kept for the readers of one input (one training run): every epoch
+// after the first reads the images from memory instead of inflating and checking the files again.
+// Holds each file's bytes once (47 MB for the Fashion-MNIST train images) until destroyed.
+// Thread-safe: the pipeline's parse threads open tasks concurrently; a file is read by the first
+// and waited for by the others.
+class IdxFileCache {
+ public:
+  struct Files;  // an images file and its labels, checked
+  IdxFileCache();
+  ~IdxFileCache();
+  IdxFileCache(const IdxFileCache&) = delete;
+  IdxFileCache& operator=(const IdxFileCache&) = delete;
+  // The images file `path` and its labels, read on the first call.
+  absl::StatusOr<std::shared_ptr<const Files>> Get(FileSystems& fs, absl::string_view path,
+                                                   const IdxReaderOptions& options);
+  int64_t files_read() const;  // reads so far (once per path, unless a read failed)
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The reader of one task's images file and its labels file, through `cache` when given.
 absl::StatusOr<std::unique_ptr<RecordReader>> OpenIdxRecordReader(
-    FileSystems& fs, const DataTask& task, const IdxReaderOptions& options = {});
+    FileSystems& fs, const DataTask& task, const IdxReaderOptions& options = {},
+    IdxFileCache* cache = nullptr);
 
 // `image` (float, one value per pixel) and `label` (int64), in this order.
 Schema IdxImageSchema();

@@ -102,6 +102,61 @@ TEST_F(IdxSourceTest, ReadsRecordsAndParsesThemGzippedOrNot) {
   }
 }
 
+TEST_F(IdxSourceTest, ACacheReadsEachFileOnceAndGivesTheSameRecords) {
+  Write("mem://idx/c-images-idx3.gz", kImages);
+  Write("mem://idx/c-labels-idx1.gz", kLabels);
+  const std::string path = "mem://idx/c-images-idx3.gz";
+  // Every record of `task`, as read through `cache` (or without one).
+  auto records = [&](const DataTask& task, IdxFileCache* cache) {
+    auto reader = OpenIdxRecordReader(fs_, task, {}, cache);
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    std::vector<std::string> out;
+    absl::string_view record;
+    RecordPosition position;
+    while ((*reader)->Next(&record, &position).ok()) {
+      out.push_back(std::string(record) + "@" + position.ToString());
+    }
+    return out;
+  };
+  DataTask whole;
+  whole.path = path;
+  DataTask second = whole;
+  second.begin = 1;
+  second.end = 2;
+  const std::vector<std::string> want = records(whole, nullptr);
+  ASSERT_EQ(want.size(), 3u);
+  IdxFileCache cache;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    EXPECT_EQ(records(whole, &cache), want);
+    EXPECT_EQ(records(second, &cache), std::vector<std::string>{want[1]});
+  }
+  EXPECT_EQ(cache.files_read(), 1);
+  // A file that fails is not kept: a later call reads it again (and fails again).
+  Write("mem://idx/bad-images-idx3", kImages);
+  DataTask bad;
+  bad.path = "mem://idx/bad-images-idx3";  // no labels file
+  EXPECT_FALSE(OpenIdxRecordReader(fs_, bad, {}, &cache).ok());
+  EXPECT_FALSE(OpenIdxRecordReader(fs_, bad, {}, &cache).ok());
+  EXPECT_EQ(cache.files_read(), 3);
+}
+
+TEST_F(IdxSourceTest, ParserScalesImagesLargerThanItsChunk) {
+  // 600 pixels: more than one chunk of the parser's conversion.
+  std::string record(601, '\0');
+  record[0] = 3;
+  for (size_t i = 1; i < record.size(); ++i) record[i] = static_cast<char>(i % 256);
+  auto parser = IdxImageParser::Create(600);
+  ASSERT_TRUE(parser.ok());
+  RawBatch batch((*parser)->schema());
+  ASSERT_TRUE((*parser)->Parse(record, &batch).ok());
+  const RawColumn& image = batch.column(0);
+  ASSERT_EQ(image.num_values(), 600);
+  for (size_t i = 0; i < 600; ++i) {
+    ASSERT_EQ(image.floats()[i], static_cast<float>((i + 1) % 256) * (1.0f / 255.0f)) << i;
+  }
+  EXPECT_EQ(batch.column(1).int64s()[0], 3);
+}
+
 TEST_F(IdxSourceTest, ParserRejectsRecordsOfTheWrongSize) {
   auto parser = IdxImageParser::Create(4);
   ASSERT_TRUE(parser.ok());

@@ -21,6 +21,11 @@ void RawColumn::AddFloat(float v) {
   floats_.push_back(v);
 }
 
+void RawColumn::AddFloats(absl::Span<const float> v) {
+  CHECK(type_ == ValueType::kFloat) << "float values in a " << ValueTypeName(type_) << " column";
+  floats_.insert(floats_.end(), v.begin(), v.end());
+}
+
 void RawColumn::AddInt64(int64_t v) {
   CHECK(type_ == ValueType::kInt64) << "int64 value in a " << ValueTypeName(type_) << " column";
   int64s_.push_back(v);

@@ -33,6 +33,7 @@ class RawColumn {
 
   // Appending: add the row's values, then EndRow(). Adding a value of the wrong type is a bug.
   void AddFloat(float v);
+  void AddFloats(absl::Span<const float> v);  // several values of the current row at once
   void AddInt64(int64_t v);
   void AddString(absl::string_view v);
   void EndRow() { row_offsets_.push_back(CurrentValueCount()); }

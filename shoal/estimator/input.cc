@@ -250,11 +250,14 @@ absl::StatusOr<std::unique_ptr<FeatureInput>> FeatureInput::Create(FileSystems& 
   }
 
   // Called by the pipeline's parse threads: captures only immutable state (and `fs`, thread-safe).
+  // IDX files are read once per input and kept for its later epochs (idx_source.h).
+  auto idx_files = plan.idx ? std::make_shared<IdxFileCache>() : nullptr;
   ReaderFactory readers =
-      [&fs, plan, holdout](const DataTask& task) -> absl::StatusOr<std::unique_ptr<RecordReader>> {
+      [&fs, plan, holdout,
+       idx_files](const DataTask& task) -> absl::StatusOr<std::unique_ptr<RecordReader>> {
     std::unique_ptr<RecordReader> reader;
     if (plan.idx) {
-      ASSIGN_OR_RETURN(reader, OpenIdxRecordReader(fs, task, plan.idx_options));
+      ASSIGN_OR_RETURN(reader, OpenIdxRecordReader(fs, task, plan.idx_options, idx_files.get()));
     } else {
       ASSIGN_OR_RETURN(reader, OpenRecordReader(fs, task, plan.reader));
     }
