@@ -50,7 +50,7 @@ struct ShardWriterOptions {
   // Target data bytes per chunk record; a chunk holds at least one element or row. Default 4 MiB.
   size_t chunk_bytes = checkpoint_format::kDefaultChunkBytes;
   // About how large the file will be (0 = unknown): WritableFile::Reserve's hint, which lets an
-  // in-memory snapshot allocate before the caller stops updates (ShardBytesEstimate).
+  // in-memory file allocate once (ShardDenseBytesEstimate, ShardTableBytesEstimate).
   uint64_t expected_bytes = 0;
 };
 
