@@ -223,17 +223,6 @@ void HashEmbeddingTable::ForEachRow(absl::FunctionRef<void(const EmbeddingRow&)>
   }
 }
 
-absl::Status HashEmbeddingTable::Reserve(int64_t rows) {
-  if (rows <= 0) return absl::OkStatus();
-  // Ids hash evenly over the stripes; 1/16 more leaves room for the spread.
-  const size_t per_stripe = static_cast<size_t>(rows) / shards_.size();
-  for (const auto& ls : shards_) {
-    MutexLock lock(&ls->mu);
-    RETURN_IF_ERROR(ls->shard.Reserve(per_stripe + per_stripe / 16 + 1));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status HashEmbeddingTable::BeginSnapshot() {
   for (const auto& ls : shards_) {
     MutexLock lock(&ls->mu);

@@ -110,10 +110,6 @@ class HashEmbeddingTable {
 
   // Visits every row, shard by shard (each shard consistent, the table not a snapshot).
   void ForEachRow(absl::FunctionRef<void(const EmbeddingRow&)> visit) const;
-  // Sizes the index for about `rows` rows in all (spread evenly over the stripes), so that
-  // importing them does not rehash step by step. RESOURCE_EXHAUSTED when memory cannot be mapped.
-  absl::Status Reserve(int64_t rows);
-
   // Starts a snapshot of every row as it is now. FAILED_PRECONDITION if one is pending.
   absl::Status BeginSnapshot();
   // Visits the rows of the pending snapshot, as they were at BeginSnapshot and in ForEachRow's

@@ -241,32 +241,6 @@ TEST(HashEmbeddingTableTest, SnapshotReadsTheRowsAsTheyWereAtTheCut) {
   }
 }
 
-// Reserve sizes the index once for a restore; rows already there stay, and rows imported after it
-// are found.
-TEST(HashEmbeddingTableTest, ReserveKeepsRowsAndTakesMoreWithoutLosingAny) {
-  auto opt = MakeOptimizer("adagrad");
-  auto table = MakeTable({.dim = 4, .num_shards = 4}, *opt);
-  std::vector<uint64_t> ids(1000);
-  std::iota(ids.begin(), ids.end(), 1);
-  const auto before = LookupAll(*table, ids, LookupMode::kTrain, 1);
-  const size_t small = table->MemoryBytes();
-  ASSERT_TRUE(table->Reserve(200000).ok());
-  EXPECT_GT(table->MemoryBytes(), small + 200000 * 8);  // index slots of 8 bytes
-  EXPECT_EQ(LookupAll(*table, ids, LookupMode::kInference, 1), before);
-  const size_t reserved = table->MemoryBytes();
-  auto other = MakeTable({.dim = 4, .num_shards = 4}, *opt);
-  std::vector<uint64_t> more(150000);
-  std::iota(more.begin(), more.end(), 5000);
-  const auto rows = LookupAll(*other, more, LookupMode::kTrain, 2);
-  other->ForEachRow([&](const EmbeddingRow& row) { ASSERT_TRUE(table->ImportRow(row).ok()); });
-  EXPECT_EQ(table->num_rows(), 151000);
-  EXPECT_EQ(LookupAll(*table, more, LookupMode::kInference, 2), rows);
-  EXPECT_EQ(LookupAll(*table, ids, LookupMode::kInference, 1), before);
-  EXPECT_TRUE(table->Reserve(0).ok());
-  EXPECT_TRUE(table->Reserve(10).ok());  // never shrinks
-  EXPECT_GE(table->MemoryBytes(), reserved);
-}
-
 TEST(HashEmbeddingTableTest, SnapshotOfAnEmptyTableIsEmpty) {
   auto opt = MakeOptimizer("sgd");
   auto table = MakeTable({.dim = 2, .num_shards = 4}, *opt);

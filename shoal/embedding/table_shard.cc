@@ -41,11 +41,6 @@ TableShard::TableShard(const TableLayout* layout) : layout_(layout), arena_(layo
 
 absl::Status TableShard::Init() { return Rehash(layout_->initial_index_slots); }
 
-absl::Status TableShard::Reserve(size_t rows) {
-  if (!OverMaxLoad(rows, cap_)) return absl::OkStatus();
-  return Rehash(rows * 10 / 7);  // load ~0.7, as Create's expected_rows
-}
-
 TableShard::~TableShard() { FreePages(slots_, index_bytes_); }
 
 void TableShard::BeginSnapshot() {

@@ -108,9 +108,6 @@ class TableShard {
     });
   }
 
-  // Grows the index so that `rows` rows fit without rehashing (a restore knows its row count).
-  absl::Status Reserve(size_t rows);
-
   // Copy-on-write snapshot (above). A pending snapshot is replaced.
   void BeginSnapshot();
   bool snapshot_pending() const { return snapshot_ != nullptr; }

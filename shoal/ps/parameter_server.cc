@@ -748,20 +748,6 @@ absl::Status ParameterServer::ReadCheckpoint(absl::string_view dir, State* state
       fresh_slots.resize(static_cast<size_t>(t.optimizer->num_slots() * t.spec->dim));
       t.optimizer->InitSlots(absl::MakeSpan(fresh_slots));
     }
-    // About the rows this shard will hold, so that the table's index is sized once rather than
-    // grown (and rehashed) step by step while the rows come in.
-    int64_t expected_rows = 0;
-    for (const EntryInfo& e : entries) {
-      int part_shard = 0, part_count = 0;
-      const bool is_part = ParseTablePart(e.name, name, &part_shard, &part_count);
-      if ((!is_part && e.name != name) || e.kind != EntryKind::kTable) continue;
-      if (is_part && part_count == num_shards_) {
-        if (part_shard == shard_) expected_rows += e.units;
-      } else {
-        expected_rows += e.units / num_shards_;
-      }
-    }
-    RETURN_IF_ERROR_CTX(t.table->Reserve(expected_rows), "table '", name, "'");
     for (const EntryInfo& e : entries) {
       int part_shard = 0, part_count = 0;
       const bool is_part = ParseTablePart(e.name, name, &part_shard, &part_count);
