@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <future>
 
 #include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
@@ -85,7 +84,6 @@ class EntryCursor {
     return CorruptAt(path_, record_offset_, what);
   }
   std::string Where() const { return absl::StrCat(path_, " at offset ", record_offset_); }
-  uint64_t record_offset() const { return record_offset_; }
 
  private:
   absl::Status Read(TFRecordReader& reader, std::string* record) {
@@ -106,47 +104,6 @@ class EntryCursor {
   std::unique_ptr<TFRecordReader> reader_;
   uint64_t record_offset_ = 0;
   int64_t chunks_ = 0;
-};
-
-// Reads an entry's chunks one ahead on another thread: the file read and CRC check of chunk k + 1
-// overlap the caller's work on chunk k (a restore imports rows while the next chunk comes off the
-// disk or the network). The cursor is only used by one thread at a time: the reading one while a
-// read is pending, the caller's once Next returned the entry's end or an error.
-class ChunkPrefetcher {
- public:
-  ChunkPrefetcher(EntryCursor* cursor, RecordType type) : cursor_(cursor), type_(type) { Start(); }
-  ~ChunkPrefetcher() {
-    if (pending_.valid()) pending_.wait();
-  }
-  ChunkPrefetcher(const ChunkPrefetcher&) = delete;
-  ChunkPrefetcher& operator=(const ChunkPrefetcher&) = delete;
-
-  // The next chunk into *record and its file offset into *offset (false at the entry's end,
-  // checked by the cursor).
-  absl::StatusOr<bool> Next(std::string* record, uint64_t* offset) {
-    absl::StatusOr<bool> got = pending_.get();
-    if (got.ok() && *got) {
-      record->swap(next_);
-      *offset = next_offset_;
-      Start();
-    }
-    return got;
-  }
-
- private:
-  void Start() {
-    pending_ = std::async(std::launch::async, [this] {
-      absl::StatusOr<bool> got = cursor_->NextChunk(type_, &next_);
-      next_offset_ = cursor_->record_offset();
-      return got;
-    });
-  }
-
-  EntryCursor* const cursor_;
-  const RecordType type_;
-  std::string next_;
-  uint64_t next_offset_ = 0;
-  std::future<absl::StatusOr<bool>> pending_;
 };
 
 // a * b, or false on overflow past `limit`.
@@ -317,10 +274,8 @@ absl::Status CheckpointReader::ReadTableRows(
   std::vector<float> floats(dim * (1 + num_slots));
   uint64_t next = 0;
   std::string record;
-  uint64_t record_offset = 0;
-  ChunkPrefetcher chunks(&cursor, RecordType::kTableChunk);
   while (true) {
-    ASSIGN_OR_RETURN(bool is_chunk, chunks.Next(&record, &record_offset));
+    ASSIGN_OR_RETURN(bool is_chunk, cursor.NextChunk(RecordType::kTableChunk, &record));
     if (!is_chunk) break;
     RecordParser p(record);
     uint64_t first = 0;
@@ -328,8 +283,7 @@ absl::Status CheckpointReader::ReadTableRows(
     p.Skip(1);
     if (!p.U64(&first) || !p.U32(&n) || first != next || n == 0 ||
         p.remaining() != static_cast<uint64_t>(n) * row_bytes) {
-      return CorruptAt(
-          path, record_offset,
+      return cursor.Corrupt(
           absl::StrCat("malformed chunk of table \"", name, "\" (expected row ", next, ")"));
     }
     for (uint32_t i = 0; i < n; ++i) {

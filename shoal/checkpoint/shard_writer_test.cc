@@ -171,9 +171,9 @@ TEST_F(ShardWriterTest, AddTableRowsWritesTheBytesOfAddTable) {
       "t", 8, {}, [](ShardWriter::RowVisitor) { return absl::ResourceExhaustedError("no"); })));
 }
 
-// A corrupt chunk in the middle of a table (read one chunk ahead on another thread) stops the
-// read with DATA_LOSS after the rows of the chunks before it.
-TEST_F(ShardWriterTest, CorruptTableChunkReadAheadStopsTheReadThere) {
+// A corrupt chunk in the middle of a table stops the read with DATA_LOSS after the rows of the
+// chunks before it.
+TEST_F(ShardWriterTest, CorruptTableChunkStopsTheReadThere) {
   auto sgd = MakeOptimizer("sgd");
   auto table = FilledTable(*sgd, 8, 3000);
   auto reader =
