@@ -502,6 +502,14 @@ absl::StatusOr<std::unique_ptr<ParameterServer::PendingSnapshot>> ParameterServe
   for (size_t i = 0; i < state_->tables.size(); ++i) {
     const Table& t = state_->tables[i];
     absl::Status begun = t.table->BeginSnapshot();
+    if (absl::IsFailedPrecondition(begun)) {
+      // No snapshot of this state is legitimately pending here (save_mu_ is held and the pending
+      // one was dropped): one left over is a bug. End it rather than fail every later checkpoint.
+      LOG(ERROR) << "ps shard " << shard_ << ": table '" << t.spec->name
+                 << "' had a snapshot left pending; ended";
+      t.table->EndSnapshot();
+      begun = t.table->BeginSnapshot();
+    }
     if (!begun.ok()) {
       for (size_t j = 0; j < i; ++j) state_->tables[j].table->EndSnapshot();
       return AnnotateCat(begun, "snapshot of table '", t.spec->name, "' on ps shard ", shard_);
@@ -534,7 +542,6 @@ absl::StatusOr<ShardFileInfo> ParameterServer::WriteShardFile(
 }
 
 absl::StatusOr<ShardFileInfo> ParameterServer::WriteSnapshotFile(PendingSnapshot& snapshot) {
-  ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(snapshot.checkpoint_dir));
   const absl::Time start = absl::Now();
   // Shared: updates run beside the write (each table copies a row of the cut aside before its
   // first change), and the state cannot be replaced under it.
@@ -544,10 +551,16 @@ absl::StatusOr<ShardFileInfo> ParameterServer::WriteSnapshotFile(PendingSnapshot
         "ps shard ", shard_, " of ", num_shards_, ": the state the snapshot for ",
         snapshot.checkpoint_dir, " was taken of was replaced (Restore, WarmStart or Initialize)"));
   }
+  // From here every failure ends the tables' snapshots: one left pending would refuse the next.
+  absl::StatusOr<FileSystem*> fs = fs_.For(snapshot.checkpoint_dir);
+  if (!fs.ok()) {
+    EndTableSnapshots();
+    return fs.status();
+  }
   int64_t copied_rows = 0;
   uint64_t copied_bytes = 0;
   absl::StatusOr<ShardFileInfo> info =
-      WriteShardFile(*fs, snapshot.checkpoint_dir, snapshot.dense,
+      WriteShardFile(**fs, snapshot.checkpoint_dir, snapshot.dense,
                      [&](const Table& t, ShardWriter::RowVisitor visit) -> absl::Status {
                        ASSIGN_OR_RETURN(const int64_t copied, t.table->ForEachSnapshotRow(visit));
                        copied_rows += copied;

@@ -168,7 +168,7 @@ class ParameterServer final : public ParameterService {
   // every table's copy-on-write snapshot (ended by WriteSnapshotFile, EndTableSnapshots, or with
   // the state).
   absl::StatusOr<std::unique_ptr<PendingSnapshot>> BeginSnapshot(absl::string_view checkpoint_dir)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(save_mu_, mu_);
   // Writes `snapshot` into its checkpoint directory while updates run, ending the tables'
   // snapshots. ABORTED if the state it was taken of was replaced meanwhile.
   absl::StatusOr<ShardFileInfo> WriteSnapshotFile(PendingSnapshot& snapshot)
