@@ -551,22 +551,36 @@ absl::StatusOr<ShardFileInfo> ParameterServer::WriteSnapshotFile(PendingSnapshot
         "ps shard ", shard_, " of ", num_shards_, ": the state the snapshot for ",
         snapshot.checkpoint_dir, " was taken of was replaced (Restore, WarmStart or Initialize)"));
   }
+  // A Restore or WarmStart waiting for the lock replaces this state: the write gives up (at the
+  // next row) rather than hold it up until the file is written, which on HDFS can take minutes.
+  const auto replaced = [&] {
+    return absl::AbortedError(
+        absl::StrCat("ps shard ", shard_, " of ", num_shards_, ": the write of the snapshot for ",
+                     snapshot.checkpoint_dir, " gave way to a Restore or WarmStart"));
+  };
   // From here every failure ends the tables' snapshots: one left pending would refuse the next.
   absl::StatusOr<FileSystem*> fs = fs_.For(snapshot.checkpoint_dir);
-  if (!fs.ok()) {
+  if (!fs.ok() || replacing_state_.load() > 0) {
     EndTableSnapshots();
-    return fs.status();
+    return fs.ok() ? replaced() : fs.status();
   }
   int64_t copied_rows = 0;
   uint64_t copied_bytes = 0;
+  // Each table's rows of the cut, unless a Restore or WarmStart comes to replace the state.
+  const auto snapshot_rows = [&](const Table& t, ShardWriter::RowVisitor visit) -> absl::Status {
+    bool gave_way = false;
+    const auto write_row = [&](const EmbeddingRow& row) {
+      if (!gave_way && replacing_state_.load() > 0) gave_way = true;
+      if (!gave_way) visit(row);
+    };
+    ASSIGN_OR_RETURN(const int64_t copied, t.table->ForEachSnapshotRow(write_row));
+    if (gave_way) return replaced();
+    copied_rows += copied;
+    copied_bytes += static_cast<uint64_t>(copied) * t.table->row_bytes();
+    return absl::OkStatus();
+  };
   absl::StatusOr<ShardFileInfo> info =
-      WriteShardFile(**fs, snapshot.checkpoint_dir, snapshot.dense,
-                     [&](const Table& t, ShardWriter::RowVisitor visit) -> absl::Status {
-                       ASSIGN_OR_RETURN(const int64_t copied, t.table->ForEachSnapshotRow(visit));
-                       copied_rows += copied;
-                       copied_bytes += static_cast<uint64_t>(copied) * t.table->row_bytes();
-                       return absl::OkStatus();
-                     });
+      WriteShardFile(**fs, snapshot.checkpoint_dir, snapshot.dense, snapshot_rows);
   if (!info.ok()) EndTableSnapshots();  // the rest of the cut is not needed any more
   RETURN_IF_ERROR_CTX(info.status(), "writing shard ", shard_, " of ", num_shards_);
   const absl::Duration written = absl::Now() - start;
@@ -804,12 +818,18 @@ absl::Status ParameterServer::WarmStart(const ModelSpec& spec, absl::string_view
   RETURN_IF_ERROR_CTX(ReadCheckpoint(checkpoint_dir, state.get(), &step, &globs),
                       "warm-starting shard ", shard_, " of ", num_shards_, " from ",
                       checkpoint_dir);
+  SwapState(std::move(state), 0);
+  return absl::OkStatus();
+}
+
+void ParameterServer::SwapState(std::unique_ptr<State> state, int64_t version) {
+  replacing_state_.fetch_add(1);  // a snapshot's write in progress gives up rather than finish
   MutexLock lock(&mu_);
+  replacing_state_.fetch_sub(1);
   state_ = std::move(state);
   ++state_generation_;
-  ResetSync(0);
+  ResetSync(version);
   DropSnapshot();
-  return absl::OkStatus();
 }
 
 absl::Status ParameterServer::Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) {
@@ -817,11 +837,7 @@ absl::Status ParameterServer::Restore(const ModelSpec& spec, absl::string_view c
   int64_t step = 0;
   RETURN_IF_ERROR_CTX(ReadCheckpoint(checkpoint_dir, state.get(), &step), "restoring shard ",
                       shard_, " of ", num_shards_, " from ", checkpoint_dir);
-  MutexLock lock(&mu_);
-  state_ = std::move(state);
-  ++state_generation_;
-  ResetSync(step);
-  DropSnapshot();
+  SwapState(std::move(state), step);
   return absl::OkStatus();
 }
 

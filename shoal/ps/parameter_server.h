@@ -54,7 +54,8 @@
 // GetTableStats hold it shared (any number at once; a dense variable has its own lock, tables lock
 // their stripes), Snapshot and Save hold it exclusively while they take the cut (copy the dense
 // variables, start the tables' snapshots), the write of a snapshot holds it shared (updates run
-// beside it; a Restore waits for it), and Initialize/Restore take it exclusively only to swap in a
+// beside it; a Restore or WarmStart waiting for the lock makes it give up, ABORTED, at the next
+// row), and Initialize/Restore take it exclusively only to swap in a
 // fully built state (a failed Restore leaves the earlier state). Save, Snapshot and WriteSnapshot
 // run one at a time (save_mu_, taken first: a Snapshot during a write waits for it without
 // holding up updates). The sync state has a lock of its own, taken after the shard lock:
@@ -181,6 +182,9 @@ class ParameterServer final : public ParameterService {
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Ends the snapshot of every table of state_ (no-op for tables without one).
   void EndTableSnapshots() ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Swaps in `state` at sync version `version` (Restore, WarmStart), dropping the pending
+  // snapshot; a snapshot's write in progress gives up rather than be waited for to its end.
+  void SwapState(std::unique_ptr<State> state, int64_t version) ABSL_LOCKS_EXCLUDED(mu_);
   // Frees the pending snapshot (ending the tables' snapshots if it is of the current state).
   void DropSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(snapshot_mu_);
 
@@ -239,6 +243,8 @@ class ParameterServer final : public ParameterService {
   Mutex mu_;
   std::unique_ptr<State> state_ ABSL_GUARDED_BY(mu_);   // null before Initialize/Restore
   uint64_t state_generation_ ABSL_GUARDED_BY(mu_) = 0;  // counts the states swapped in
+  // Restores and warm starts waiting to swap in a state: a snapshot's write stops for them.
+  std::atomic<int> replacing_state_{0};
   // The snapshot Snapshot took and WriteSnapshot has not written yet (at most one).
   Mutex snapshot_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::unique_ptr<PendingSnapshot> pending_snapshot_ ABSL_GUARDED_BY(snapshot_mu_);

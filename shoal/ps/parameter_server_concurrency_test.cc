@@ -17,6 +17,7 @@
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/mem_file_system.h"
+#include "shoal/io/path.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/ps/ps_test_util.h"
 
@@ -478,6 +479,47 @@ TEST(ParameterServerConcurrencyTest, SnapshotIsOneCutWhileUpdatesRunDuringItsWri
   ASSERT_TRUE(
       restored.Lookup("counter_rows", ids, LookupMode::kInference, 0, absl::MakeSpan(rows)).ok());
   EXPECT_EQ(rows, std::vector<float>(rows.size(), cut));
+}
+
+// A Restore does not wait for a snapshot's write to finish (on HDFS that can take minutes, and a
+// rollback should not): the write gives up at its next row, ABORTED, and leaves no shard file.
+TEST(ParameterServerConcurrencyTest, ARestoreMakesASnapshotsWriteGiveUp) {
+  FileSystems fs;
+  ASSERT_TRUE(RegisterBuiltinFileSystems(fs).ok());
+  auto gate = std::make_shared<GateFileSystem>();
+  ASSERT_TRUE(fs.Register("gate", gate).ok());
+  const ModelSpec spec = CounterSpec();
+  ParameterServer ps(fs, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec).ok());
+  std::vector<float> rows(64 * 8);
+  ASSERT_TRUE(ps.Lookup("emb/C1", SomeIds(64), LookupMode::kTrain, 1, absl::MakeSpan(rows)).ok());
+  ASSERT_TRUE(gate->RecursivelyCreateDir("gate://model").ok());
+  const std::string saved_dir = PrepareCheckpointDir(*gate, "gate://model", 1).value();
+  absl::StatusOr<ShardFileInfo> saved = ps.Save(saved_dir);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_TRUE(CommitCheckpoint(*gate, "gate://model", 1, {*saved}, "").ok());
+
+  const std::string dir = PrepareCheckpointDir(*gate, "gate://model", 2).value();
+  ASSERT_TRUE(ps.Snapshot(dir).ok());
+  gate->Close();
+  absl::StatusOr<ShardFileInfo> written;
+  std::thread write([&] { written = ps.WriteSnapshot(dir); });
+  gate->AwaitBlockedWriter();  // holding the shard lock shared, before any row is written
+  absl::Status restored;
+  std::thread restore([&] { restored = ps.Restore(spec, saved_dir); });
+  // The Restore only reads (the gate stops appends): it reads the checkpoint, then waits for the
+  // shard lock, announcing itself first. Then the write may go on.
+  absl::SleepFor(absl::Seconds(1));
+  gate->Open();
+  write.join();
+  restore.join();
+  EXPECT_TRUE(restored.ok()) << restored;
+  EXPECT_EQ(written.status().code(), absl::StatusCode::kAborted) << written.status();
+  EXPECT_TRUE(absl::StrContains(written.status().message(), "gave way")) << written.status();
+  EXPECT_FALSE(gate->FileExists(JoinPath(dir, ShardFileName(0, 1))).value_or(true));
+  // The next checkpoint is taken and written as usual.
+  ASSERT_TRUE(ps.Snapshot(dir).ok());
+  EXPECT_TRUE(ps.WriteSnapshot(dir).ok());
 }
 
 }  // namespace
