@@ -12,8 +12,9 @@ global steps, and polls the PS's /proc status every 0.1 s: VmHWM (the kernel's h
 its resident memory) and VmRSS. "Needed" is what the final checkpoint's manifest says the PS
 holds: every table's rows x dim x (1 + slots) floats and every dense variable's elements x
 (1 + slots) floats, 4 bytes each; ids and hash-table overhead are not counted as needed. The PS's
-RSS when first seen (the process before it holds a model) is printed too. Prints one JSON line and
-a table.
+RSS when first seen (the process before it holds a model) is printed too, and, for the
+checkpoints (from a ckpt-N directory's appearance until its manifest exists), the highest RSS
+sampled when one began and while one was being saved. Prints one JSON line and a table.
 """
 
 import argparse
@@ -100,6 +101,9 @@ def main():
         with open(log_path, "w") as log:
             launcher = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
             ps_pid, hwm, rss_last, rss_first = None, 0, 0, None
+            # Checkpoints seen in model_dir: each from its directory's appearance (the save has
+            # begun) until its manifest exists; the PS's RSS when one begins, and sampled during.
+            ckpt_seen, ckpt_open, rss_at_ckpt_start, rss_in_ckpt = set(), set(), 0, 0
             while launcher.poll() is None:
                 if ps_pid is None:
                     for child in children(launcher.pid):
@@ -112,6 +116,19 @@ def main():
                         if rss_first is None:
                             rss_first = status_kib(ps_pid, "VmRSS")
                         rss_last = status_kib(ps_pid, "VmRSS") or rss_last
+                    try:
+                        names = [n for n in os.listdir(model_dir) if n.startswith("ckpt-")]
+                    except OSError:
+                        names = []
+                    for name in names:
+                        if name not in ckpt_seen:
+                            ckpt_seen.add(name)
+                            ckpt_open.add(name)
+                            rss_at_ckpt_start = max(rss_at_ckpt_start, rss_last)
+                    for name in list(ckpt_open):
+                        rss_in_ckpt = max(rss_in_ckpt, rss_last)
+                        if os.path.exists(os.path.join(model_dir, name, "MANIFEST.json")):
+                            ckpt_open.discard(name)
                 time.sleep(0.1)
         if launcher.returncode != 0 or ps_pid is None:
             sys.exit(f"ps_memory: the job failed (exit {launcher.returncode}); log: {log_path}")
@@ -125,6 +142,9 @@ def main():
                   "ps_rss_at_end_mib": rss_last / 1024,
                   "ps_rss_at_start_mib": (rss_first or 0) / 1024, "ratio_peak": hwm * 1024 / needed,
                   "ratio_end": rss_last * 1024 / needed, "step": manifest["step"],
+                  "checkpoints": len(ckpt_seen),
+                  "ps_rss_entering_checkpoints_mib": rss_at_ckpt_start / 1024,
+                  "ps_rss_during_checkpoints_mib": rss_in_ckpt / 1024,
                   "data_rows": a.rows, "vocabulary": a.vocabulary,
                   "checkpoint_steps": a.checkpoint_steps}
         print(json.dumps(result))
@@ -133,6 +153,9 @@ def main():
               f"{needed / 2**20:,.1f} MiB | {(rss_first or 0) / 1024:,.1f} MiB | "
               f"{hwm / 1024:,.1f} MiB | {result['ratio_peak']:.2f} | "
               f"{rss_last / 1024:,.1f} MiB | {result['ratio_end']:.2f} |")
+        print(f"checkpoints: {len(ckpt_seen)}; PS RSS when one began (highest): "
+              f"{rss_at_ckpt_start / 1024:,.1f} MiB; sampled while one was saved (highest): "
+              f"{rss_in_ckpt / 1024:,.1f} MiB")
     finally:
         if a.keep:
             print(f"kept {work}", file=sys.stderr)

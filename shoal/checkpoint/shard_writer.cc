@@ -210,15 +210,30 @@ absl::Status ShardWriter::AddTable(absl::string_view name, const HashEmbeddingTa
                                                    "\": ", slot_names.size(), " slot names for ",
                                                    table.num_slots(), " slots"));
   }
+  return AddTableRows(name, table.dim(), slot_names, [&](RowVisitor visit) {
+    table.ForEachRow(visit);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status ShardWriter::AddTableRows(absl::string_view name, int64_t dim,
+                                       absl::Span<const std::string> slot_names,
+                                       absl::FunctionRef<absl::Status(RowVisitor)> for_each_row) {
+  RETURN_IF_ERROR(CheckNewEntry(name, slot_names.size()));
+  if (dim < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table entry \"", name, "\": dim must be >= 1, got ", dim));
+  }
   EntryInfo entry{.name = std::string(name),
                   .kind = EntryKind::kTable,
-                  .dim = table.dim(),
+                  .dim = dim,
                   .slot_names = {slot_names.begin(), slot_names.end()}};
   RETURN_IF_ERROR(BeginEntry(&entry));
 
   // Chunk layout: type, u64 first_row, u32 rows (patched when the chunk is written), rows.
   constexpr size_t kRowsPos = 1 + 8;
-  const size_t row_bytes = checkpoint_internal::TableRowBytes(table.dim(), slot_names.size());
+  const size_t row_bytes = checkpoint_internal::TableRowBytes(dim, slot_names.size());
+  const size_t slot_floats = static_cast<size_t>(dim) * slot_names.size();
   uint32_t rows_in_chunk = 0;
   absl::Status status;
   const auto flush = [&] {
@@ -234,8 +249,14 @@ absl::Status ShardWriter::AddTable(absl::string_view name, const HashEmbeddingTa
     chunk_.U32(0);
   };
   start_chunk();
-  table.ForEachRow([&](const EmbeddingRow& row) {
-    if (!status.ok()) return;  // ForEachRow cannot be stopped; skip the rest after a failure
+  absl::Status visited = for_each_row([&](const EmbeddingRow& row) {
+    if (!status.ok()) return;  // a visit cannot be stopped; skip the rest after a failure
+    if (row.values.size() != static_cast<size_t>(dim) || row.slots.size() != slot_floats) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("row of id ", row.id, " has ", row.values.size(), " values and ",
+                       row.slots.size(), " slot floats, expected ", dim, " and ", slot_floats));
+      return;
+    }
     if (rows_in_chunk > 0 && chunk_.size() + row_bytes > options_.chunk_bytes) {
       flush();
       if (!status.ok()) return;
@@ -249,7 +270,9 @@ absl::Status ShardWriter::AddTable(absl::string_view name, const HashEmbeddingTa
     ++rows_in_chunk;
     ++entry.units;
   });
+  if (status.ok()) status = visited;
   if (status.ok() && rows_in_chunk > 0) flush();
+  if (!status.ok() && failure_.ok()) failure_ = status;  // the entry is incomplete
   RETURN_IF_ERROR_CTX(status, "saving table \"", name, "\"");
   return EndEntry(std::move(entry));
 }

@@ -15,7 +15,8 @@
 // Consistency: AddDense copies nothing beyond a chunk; AddTable visits the table with ForEachRow,
 // which holds one lock stripe while its rows are encoded and (when a chunk fills) written, so each
 // row's values, slots and metadata are saved as one unit. The table as a whole is not a snapshot:
-// the caller pauses updates for a consistent cut across rows (the PS does, per checkpoint step).
+// the caller pauses updates for a consistent cut across rows, or passes the rows of a table
+// snapshot to AddTableRows (the PS does, per checkpoint step).
 //
 // Errors: INVALID_ARGUMENT for bad arguments (empty or repeated names, slot shapes or names not
 // matching), I/O errors from the file system with the file named. After any failure the writer is
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -48,7 +50,7 @@ struct ShardWriterOptions {
   // Target data bytes per chunk record; a chunk holds at least one element or row. Default 4 MiB.
   size_t chunk_bytes = checkpoint_format::kDefaultChunkBytes;
   // About how large the file will be (0 = unknown): WritableFile::Reserve's hint, which lets an
-  // in-memory snapshot allocate before the caller stops updates (ShardBytesEstimate).
+  // in-memory file allocate once (ShardDenseBytesEstimate, ShardTableBytesEstimate).
   uint64_t expected_bytes = 0;
 };
 
@@ -78,6 +80,14 @@ class ShardWriter {
   // table.num_slots() names.
   [[nodiscard]] absl::Status AddTable(absl::string_view name, const HashEmbeddingTable& table,
                                       absl::Span<const std::string> slot_names);
+  // Saves the rows `for_each_row` visits, exactly as AddTable saves a table's (the same records
+  // for the same rows in the same order): it calls its argument once per row, each row with `dim`
+  // values and slot_names.size() x dim slots, and returns its own status (an error fails the
+  // entry). For a table snapshot (HashEmbeddingTable::ForEachSnapshotRow).
+  using RowVisitor = absl::FunctionRef<void(const EmbeddingRow&)>;
+  [[nodiscard]] absl::Status AddTableRows(absl::string_view name, int64_t dim,
+                                          absl::Span<const std::string> slot_names,
+                                          absl::FunctionRef<absl::Status(RowVisitor)> for_each_row);
 
   // Writes the footer, syncs, closes and renames the file to its final name.
   [[nodiscard]] absl::StatusOr<ShardFileInfo> Finish();

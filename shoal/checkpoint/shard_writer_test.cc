@@ -111,8 +111,8 @@ TEST_F(ShardWriterTest, TableRoundTripRowForRow) {
   EXPECT_TRUE(absl::IsInvalidArgument(reader->ReadTable("emb/user", wrong_dim.get())));
 }
 
-// The size estimate that lets a parameter server allocate its snapshot before it stops updates:
-// close to the real file (within 2%, never far below), and the Reserve hint changes no byte.
+// The size estimate (a writer's Reserve hint): close to the real file (within 2%, never far
+// below), and the Reserve hint changes no byte.
 TEST_F(ShardWriterTest, SizeEstimateIsCloseAndReservingChangesNothing) {
   auto adagrad = MakeOptimizer("adagrad");
   auto table = FilledTable(*adagrad, 16, 20000);
@@ -131,6 +131,65 @@ TEST_F(ShardWriterTest, SizeEstimateIsCloseAndReservingChangesNothing) {
   SaveAndOpen(add, 11, {.expected_bytes = estimate});
   EXPECT_EQ(info_.bytes, plain.bytes);
   EXPECT_EQ(info_.crc32c, plain.crc32c);
+}
+
+// AddTableRows writes exactly what AddTable writes for the same rows in the same order (the
+// parameter server's snapshots go through it), and a row of the wrong size fails the writer.
+TEST_F(ShardWriterTest, AddTableRowsWritesTheBytesOfAddTable) {
+  auto adagrad = MakeOptimizer("adagrad");
+  auto table = FilledTable(*adagrad, 8, 5000);
+  SaveAndOpen(
+      [&](ShardWriter& writer) {
+        ASSERT_TRUE(writer.AddTable("emb/user", *table, adagrad->slot_names()).ok());
+      },
+      10, {.chunk_bytes = 16 << 10});
+  const ShardFileInfo by_table = info_;
+  SaveAndOpen(
+      [&](ShardWriter& writer) {
+        ASSERT_TRUE(writer
+                        .AddTableRows("emb/user", 8, adagrad->slot_names(),
+                                      [&](ShardWriter::RowVisitor visit) {
+                                        table->ForEachRow(visit);
+                                        return absl::OkStatus();
+                                      })
+                        .ok());
+      },
+      11, {.chunk_bytes = 16 << 10});
+  EXPECT_EQ(info_.bytes, by_table.bytes);
+  EXPECT_EQ(info_.crc32c, by_table.crc32c);
+
+  auto writer = ShardWriter::Create(mem_, CheckpointDir(12), 0, 1).value();
+  const absl::Status wrong = writer->AddTableRows("emb/user", 4, adagrad->slot_names(),
+                                                  [&](ShardWriter::RowVisitor visit) {
+                                                    table->ForEachRow(visit);  // rows of dim 8
+                                                    return absl::OkStatus();
+                                                  });
+  EXPECT_TRUE(absl::IsInvalidArgument(wrong)) << wrong;
+  EXPECT_EQ(writer->Finish().status().code(), absl::StatusCode::kFailedPrecondition);
+  auto failing = ShardWriter::Create(mem_, CheckpointDir(13), 0, 1).value();
+  EXPECT_TRUE(absl::IsResourceExhausted(failing->AddTableRows(
+      "t", 8, {}, [](ShardWriter::RowVisitor) { return absl::ResourceExhaustedError("no"); })));
+}
+
+// A corrupt chunk in the middle of a table stops the read with DATA_LOSS after the rows of the
+// chunks before it.
+TEST_F(ShardWriterTest, CorruptTableChunkStopsTheReadThere) {
+  auto sgd = MakeOptimizer("sgd");
+  auto table = FilledTable(*sgd, 8, 3000);
+  auto reader =
+      SaveAndOpen([&](ShardWriter& writer) { ASSERT_TRUE(writer.AddTable("t", *table, {}).ok()); },
+                  10, {.chunk_bytes = 4 << 10});
+  ASSERT_GT(info_.entries[0].chunks, 20);
+  FlipByte(mem_, ShardPath(10), info_.entries[0].offset + info_.bytes / 2);
+  int64_t seen = 0;
+  absl::Status status = reader->ReadTableRows("t", [&](const EmbeddingRow&) {
+    ++seen;
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("offset"));
+  EXPECT_GT(seen, 100);
+  EXPECT_LT(seen, 3000);
 }
 
 TEST_F(ShardWriterTest, ReadTableRowsStopsAtVisitorError) {

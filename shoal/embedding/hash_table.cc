@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -219,6 +220,59 @@ void HashEmbeddingTable::ForEachRow(absl::FunctionRef<void(const EmbeddingRow&)>
       visit(EmbeddingRow{h.id, absl::MakeConstSpan(values, dim),
                          absl::MakeConstSpan(slots, slot_floats), h.last_seen, h.count});
     });
+  }
+}
+
+absl::Status HashEmbeddingTable::BeginSnapshot() {
+  for (const auto& ls : shards_) {
+    MutexLock lock(&ls->mu);
+    if (ls->shard.snapshot_pending()) {
+      return absl::FailedPreconditionError("embedding table: a snapshot is already pending");
+    }
+  }
+  for (const auto& ls : shards_) {
+    MutexLock lock(&ls->mu);
+    ls->shard.BeginSnapshot();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> HashEmbeddingTable::ForEachSnapshotRow(
+    absl::FunctionRef<void(const EmbeddingRow&)> visit) {
+  const size_t dim = static_cast<size_t>(layout_.dim);
+  const size_t slot_floats = dim * layout_.num_slots;
+  const size_t row_bytes = layout_.row_bytes;
+  std::vector<char> rows;  // one stripe's cut, reused
+  int64_t copied = 0;
+  for (size_t k = 0; k < shards_.size(); ++k) {
+    rows.clear();
+    absl::StatusOr<int64_t> taken = absl::FailedPreconditionError(
+        absl::StrCat("embedding table: no snapshot is pending (stripe ", k, ")"));
+    {
+      LockedShard& ls = *shards_[k];
+      MutexLock lock(&ls.mu);
+      if (ls.shard.snapshot_pending()) taken = ls.shard.TakeSnapshotRows(&rows);
+    }
+    if (!taken.ok()) {
+      EndSnapshot();  // the stripes after k, if any are still pending
+      return taken.status();
+    }
+    copied += *taken;
+    for (size_t at = 0; at < rows.size(); at += row_bytes) {
+      RowHeader h;
+      std::memcpy(&h, rows.data() + at, sizeof(h));
+      const auto* values = reinterpret_cast<const float*>(rows.data() + at + sizeof(RowHeader));
+      visit(EmbeddingRow{h.id, absl::MakeConstSpan(values, dim),
+                         absl::MakeConstSpan(values + dim, slot_floats), h.last_seen, h.count});
+    }
+  }
+  return copied;
+}
+
+void HashEmbeddingTable::EndSnapshot() {
+  for (const auto& ls : shards_) {
+    MutexLock lock(&ls->mu);
+    if (ls->shard.snapshot_pending()) ls->shard.EndSnapshot();
   }
 }
 

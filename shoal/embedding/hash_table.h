@@ -21,6 +21,13 @@
 // take reader locks. ForEachRow holds one shard's lock while visiting its rows: the visitor must
 // not call back into the table.
 //
+// Snapshots (checkpoints without a second copy of the table): BeginSnapshot fixes every row as it
+// is (the caller stops updates for that moment if it wants one cut across stripes); training goes
+// on, and a row of the cut is copied aside only before its first change (TableShard); then
+// ForEachSnapshotRow reads the cut stripe by stripe, each stripe copied out under its lock and
+// visited after the lock is released, so the visitor may write a file while updates run. Memory:
+// the rows changed before their stripe was read, plus one stripe.
+//
 // Errors: INVALID_ARGUMENT for bad options at Create, size mismatches, null buffers, negative
 // steps, repeated ids in ApplyGradients or a different optimizer slot count -- always before
 // anything is changed. RESOURCE_EXHAUSTED when memory cannot be mapped.
@@ -103,6 +110,17 @@ class HashEmbeddingTable {
 
   // Visits every row, shard by shard (each shard consistent, the table not a snapshot).
   void ForEachRow(absl::FunctionRef<void(const EmbeddingRow&)> visit) const;
+  // Starts a snapshot of every row as it is now. FAILED_PRECONDITION if one is pending.
+  absl::Status BeginSnapshot();
+  // Visits the rows of the pending snapshot, as they were at BeginSnapshot and in ForEachRow's
+  // order, and ends it; returns how many rows had been copied on write. The visitor runs without
+  // locks held and may block. FAILED_PRECONDITION if no snapshot is pending (or it was ended);
+  // RESOURCE_EXHAUSTED if memory ran out for a row's copy (the update went on; the snapshot is
+  // lost, not the table).
+  absl::StatusOr<int64_t> ForEachSnapshotRow(absl::FunctionRef<void(const EmbeddingRow&)> visit);
+  // Ends a pending snapshot without reading it (no-op without one); idempotent.
+  void EndSnapshot();
+
   // Inserts or overwrites one row, regardless of admission (checkpoint restore).
   absl::Status ImportRow(const EmbeddingRow& row);
 

@@ -1,6 +1,7 @@
 #include "shoal/embedding/hash_table.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <vector>
@@ -167,6 +168,87 @@ TEST(HashEmbeddingTableTest, EvictionRemovesOldRowsCompactsAndReusesMemory) {
   EXPECT_EQ(table->Evict(100), 100000);
   EXPECT_EQ(table->num_rows(), 0);
   EXPECT_LT(table->MemoryBytes(), 256u << 10);
+}
+
+// Every row as ForEachRow (or ForEachSnapshotRow) visits it, in order, with its bytes.
+struct VisitedRow {
+  uint64_t id;
+  std::vector<float> values, slots;
+  int64_t last_seen, count;
+  bool operator==(const VisitedRow&) const = default;
+};
+
+std::vector<VisitedRow> Visited(
+    const std::function<void(std::function<void(const EmbeddingRow&)>)>& for_each) {
+  std::vector<VisitedRow> rows;
+  for_each([&](const EmbeddingRow& r) {
+    rows.push_back({r.id,
+                    {r.values.begin(), r.values.end()},
+                    {r.slots.begin(), r.slots.end()},
+                    r.last_seen_step,
+                    r.count});
+  });
+  return rows;
+}
+
+// A snapshot reads the rows as they were at BeginSnapshot, in ForEachRow's order, whatever
+// happens to them meanwhile: training lookups (last-seen step, count), gradients, imports over
+// them, new rows, and an eviction that moves rows (which copies the cut out first).
+TEST(HashEmbeddingTableTest, SnapshotReadsTheRowsAsTheyWereAtTheCut) {
+  for (const bool evict : {false, true}) {
+    SCOPED_TRACE(evict ? "with an eviction during the snapshot" : "without eviction");
+    auto opt = MakeOptimizer("adagrad");
+    auto table = MakeTable({.dim = 4, .num_shards = 8, .seed = 3}, *opt);
+    std::vector<uint64_t> ids(3000);
+    std::iota(ids.begin(), ids.end(), 1);
+    LookupAll(*table, ids, LookupMode::kTrain, 1);
+    std::vector<uint64_t> half(ids.begin(), ids.begin() + 1500);
+    std::vector<float> grads(half.size() * 4, 0.25f);
+    ASSERT_TRUE(table->ApplyGradients(half, grads, *opt, 2).ok());
+    const auto at_cut = Visited([&](auto visit) { table->ForEachRow(visit); });
+
+    ASSERT_TRUE(table->BeginSnapshot().ok());
+    EXPECT_EQ(table->BeginSnapshot().code(), absl::StatusCode::kFailedPrecondition);
+    ASSERT_TRUE(table->ApplyGradients(half, grads, *opt, 3).ok());
+    LookupAll(*table, std::vector<uint64_t>(ids.begin() + 1000, ids.begin() + 2000),
+              LookupMode::kTrain, 4);
+    std::vector<uint64_t> fresh(500);
+    std::iota(fresh.begin(), fresh.end(), 100000);
+    LookupAll(*table, fresh, LookupMode::kTrain, 5);
+    const std::vector<float> values(4, 9.0f), slots(4, 1.0f);
+    ASSERT_TRUE(table->ImportRow({.id = 7, .values = values, .slots = slots}).ok());
+    ASSERT_TRUE(table->ImportRow({.id = 200000, .values = values, .slots = slots}).ok());
+    if (evict) EXPECT_GT(table->Evict(4), 0);  // rows 2001.. and below 1000 were last seen < 4
+    const auto now = Visited([&](auto visit) { table->ForEachRow(visit); });
+    ASSERT_NE(now, at_cut);
+
+    absl::StatusOr<int64_t> copied;
+    const auto snapshot = Visited([&](auto visit) { copied = table->ForEachSnapshotRow(visit); });
+    ASSERT_TRUE(copied.ok()) << copied.status();
+    EXPECT_EQ(snapshot, at_cut);
+    if (!evict) EXPECT_EQ(*copied, 2000);  // rows 1..2000 changed, each copied once
+    // The snapshot ended with the read; the table is as it is now.
+    EXPECT_EQ(Visited([&](auto visit) { table->ForEachRow(visit); }), now);
+    EXPECT_EQ(table->ForEachSnapshotRow([](const EmbeddingRow&) {}).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    // EndSnapshot abandons one; a new one can begin.
+    ASSERT_TRUE(table->BeginSnapshot().ok());
+    table->EndSnapshot();
+    table->EndSnapshot();
+    ASSERT_TRUE(table->BeginSnapshot().ok());
+    EXPECT_EQ(Visited([&](auto visit) { ASSERT_TRUE(table->ForEachSnapshotRow(visit).ok()); }),
+              now);
+  }
+}
+
+TEST(HashEmbeddingTableTest, SnapshotOfAnEmptyTableIsEmpty) {
+  auto opt = MakeOptimizer("sgd");
+  auto table = MakeTable({.dim = 2, .num_shards = 4}, *opt);
+  ASSERT_TRUE(table->BeginSnapshot().ok());
+  LookupAll(*table, {1, 2, 3}, LookupMode::kTrain, 1);
+  EXPECT_TRUE(
+      Visited([&](auto visit) { ASSERT_TRUE(table->ForEachSnapshotRow(visit).ok()); }).empty());
+  EXPECT_EQ(table->num_rows(), 3);
 }
 
 class GradientTest : public ::testing::TestWithParam<std::string> {};

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
@@ -22,6 +23,18 @@ static_assert(kRing > kAhead + 1);
 bool OverMaxLoad(size_t rows, size_t slots) { return rows * 10 > slots * 8; }
 }  // namespace
 
+struct TableShard::Snapshot {
+  size_t cut_rows = 0;  // rows at BeginSnapshot
+  // The bytes at the cut of rows changed since, and where they are: live ref -> ref in `saved`.
+  std::unique_ptr<RowArena> saved;
+  absl::flat_hash_map<uint32_t, uint32_t> saved_ref;
+  int64_t rows_copied = 0;
+  // The whole cut, when it was copied out before an eviction (then `saved` is empty).
+  std::vector<char> taken;
+  bool taken_early = false;
+  absl::Status lost;  // a row could not be copied: the cut is lost
+};
+
 TableShard::TableShard(const TableLayout* layout) : layout_(layout), arena_(layout->row_bytes) {
   if (layout_->min_count > 1) sketch_ = std::make_unique<AdmissionSketch>(layout_->sketch_bytes);
 }
@@ -29,6 +42,71 @@ TableShard::TableShard(const TableLayout* layout) : layout_(layout), arena_(layo
 absl::Status TableShard::Init() { return Rehash(layout_->initial_index_slots); }
 
 TableShard::~TableShard() { FreePages(slots_, index_bytes_); }
+
+void TableShard::BeginSnapshot() {
+  snapshot_ = std::make_unique<Snapshot>();
+  snapshot_->cut_rows = arena_.size();
+  snapshot_->saved = std::make_unique<RowArena>(layout_->row_bytes);
+  // LastRef() + 1, an addition: a full last block's end is the next block's first ref.
+  snapshot_cut_end_ = arena_.size() == 0 ? 0 : arena_.LastRef() + 1;
+}
+
+void TableShard::EndSnapshot() {
+  snapshot_.reset();
+  snapshot_cut_end_ = 0;
+}
+
+void TableShard::SaveRow(uint32_t ref) {
+  auto [it, inserted] = snapshot_->saved_ref.try_emplace(ref, 0);
+  if (!inserted) return;
+  absl::StatusOr<uint32_t> copy = snapshot_->saved->Append();
+  if (!copy.ok()) {
+    // No memory for the copy: the snapshot cannot hold the cut any more. It fails (when read)
+    // rather than the update, which goes on.
+    snapshot_->lost = copy.status();
+    snapshot_->saved.reset();
+    snapshot_->saved_ref = {};
+    snapshot_cut_end_ = 0;
+    return;
+  }
+  std::memcpy(snapshot_->saved->At(*copy), arena_.At(ref), layout_->row_bytes);
+  it->second = *copy;
+  ++snapshot_->rows_copied;
+}
+
+void TableShard::CopyCut(std::vector<char>* rows) const {
+  const size_t row_bytes = layout_->row_bytes;
+  size_t at = rows->size();
+  rows->resize(at + snapshot_->cut_rows * row_bytes);
+  const bool any_saved = !snapshot_->saved_ref.empty();
+  arena_.ForEach([&](uint32_t ref, const char* row) {
+    if (ref >= snapshot_cut_end_) return;  // created after the cut
+    if (any_saved) {
+      auto it = snapshot_->saved_ref.find(ref);
+      if (it != snapshot_->saved_ref.end()) row = snapshot_->saved->At(it->second);
+    }
+    std::memcpy(rows->data() + at, row, row_bytes);
+    at += row_bytes;
+  });
+  CHECK_EQ(at, rows->size()) << "the rows of a snapshot's cut moved";
+}
+
+absl::StatusOr<int64_t> TableShard::TakeSnapshotRows(std::vector<char>* rows) {
+  CHECK(snapshot_ != nullptr);
+  if (!snapshot_->lost.ok()) {
+    absl::Status lost = AnnotateCat(snapshot_->lost, "copying a row of the snapshot aside");
+    EndSnapshot();
+    return lost;
+  }
+  if (snapshot_->taken_early) {
+    rows->insert(rows->end(), snapshot_->taken.begin(), snapshot_->taken.end());
+  } else {
+    CopyCut(rows);
+  }
+  const int64_t copied = snapshot_->rows_copied;
+  EndSnapshot();
+  return copied;
+}
 
 size_t TableShard::MemoryBytes() const {
   return sizeof(*this) + arena_.MemoryBytes() + index_bytes_ +
@@ -173,6 +251,7 @@ absl::Status TableShard::LookupTrain(const uint64_t* ids, const uint64_t* hashes
   const size_t dim = static_cast<size_t>(layout_->dim);
   absl::Status status;
   auto touch = [&](uint32_t ref, float* dst) {
+    PreserveRow(ref);
     RowHeader* h = Header(ref);
     h->last_seen = std::max(h->last_seen, step);
     if (h->count != std::numeric_limits<uint32_t>::max()) ++h->count;
@@ -227,6 +306,7 @@ void TableShard::ApplyGradients(const uint64_t* ids, const uint64_t* hashes, con
       return;
     }
     const uint32_t ref = found - 1;
+    PreserveRow(ref);
     RowHeader* h = Header(ref);
     h->last_seen = std::max(h->last_seen, step);
     float* values = Values(ref);
@@ -251,6 +331,16 @@ void TableShard::RemoveRow(uint32_t ref) {
 }
 
 int64_t TableShard::Evict(uint32_t min_step) {
+  if (snapshot_cut_end_ > 0 && snapshot_->lost.ok()) {
+    // Eviction moves rows, which would break "ref < cut_end is in the cut": copy the cut out now.
+    std::vector<char> cut;
+    CopyCut(&cut);
+    snapshot_->taken = std::move(cut);
+    snapshot_->taken_early = true;
+    snapshot_->saved.reset();
+    snapshot_->saved_ref = {};
+    snapshot_cut_end_ = 0;
+  }
   int64_t evicted = 0;
   // Walk the index; a deletion shifts later entries back into slot i, so i is re-examined.
   // Entries only move backwards, so none is skipped (wrapped ones may be seen twice: harmless).
@@ -288,6 +378,7 @@ absl::Status TableShard::Import(uint64_t id, uint64_t hash, const float* values,
   uint32_t ref;
   if (found != 0) {
     ref = found - 1;
+    PreserveRow(ref);
   } else {
     ASSIGN_OR_RETURN(ref, CreateRow(id, hash, last_seen, count, /*initialize=*/false));
   }

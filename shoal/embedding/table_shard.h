@@ -16,6 +16,15 @@
 // candidate is found by tag (prefetching its row) and id k is verified against the full id and
 // finished, so ~2D DRAM misses are in flight at once and no stage waits on a miss.
 //
+// Snapshots (copy-on-write): BeginSnapshot fixes the rows the shard holds at that moment (the
+// cut); until TakeSnapshotRows or EndSnapshot, every change of one of those rows (a training
+// lookup's last-seen step and count, a gradient, an import over it) first copies the row's bytes
+// aside, once, so the cut can be read later while training goes on, for the memory of the rows
+// changed meanwhile rather than of every row. Rows created after the cut are not in it. Arena refs
+// grow with storage order and rows are only appended while a snapshot is pending, so "ref <
+// cut_end" is "existed at the cut" -- except for eviction, which moves rows: Evict first copies
+// out the whole cut of a shard with a pending snapshot.
+//
 // Thread safety: none; HashEmbeddingTable guards each shard with its own mutex. The
 // const methods only read, so they may run concurrently under a reader lock.
 #pragma once
@@ -99,6 +108,17 @@ class TableShard {
     });
   }
 
+  // Copy-on-write snapshot (above). A pending snapshot is replaced.
+  void BeginSnapshot();
+  bool snapshot_pending() const { return snapshot_ != nullptr; }
+  // Appends the rows of the cut to *rows (row_bytes each, in ForEachRow's order, with the bytes
+  // they had at BeginSnapshot) and ends the snapshot; returns how many rows were copied on write.
+  // A snapshot must be pending. RESOURCE_EXHAUSTED if a row could not be copied aside (no memory:
+  // the update went on, the snapshot is lost).
+  absl::StatusOr<int64_t> TakeSnapshotRows(std::vector<char>* rows);
+  // Ends a pending snapshot without reading it.
+  void EndSnapshot();
+
   size_t num_rows() const { return arena_.size(); }
   size_t index_capacity() const { return cap_; }
   size_t MemoryBytes() const;
@@ -133,8 +153,22 @@ class TableShard {
   void Pipeline(const uint64_t* ids, const uint64_t* hashes, const uint32_t* order, size_t m,
                 Finish&& finish) const;
 
+  struct Snapshot;
+  // Before row `ref` changes: keeps its bytes for the pending snapshot if the row is in the cut
+  // and not kept yet. One compare when no snapshot is pending.
+  void PreserveRow(uint32_t ref) {
+    if (ref < snapshot_cut_end_) SaveRow(ref);
+  }
+  void SaveRow(uint32_t ref);
+  // Appends the cut's rows as they were at BeginSnapshot to *rows.
+  void CopyCut(std::vector<char>* rows) const;
+
   const TableLayout* const layout_;
   RowArena arena_;
+  // Rows with ref < snapshot_cut_end_ are in the pending snapshot and not copied out yet (0 when
+  // none is pending, or when the cut was copied out whole before an eviction).
+  uint32_t snapshot_cut_end_ = 0;
+  std::unique_ptr<Snapshot> snapshot_;
   uint64_t* slots_ = nullptr;  // cap_ slots, from AllocatePages
   size_t cap_ = 0;
   size_t index_bytes_ = 0;

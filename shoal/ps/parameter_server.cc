@@ -17,15 +17,10 @@
 #include "shoal/base/status.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/checkpoint/shard_writer.h"
-#include "shoal/io/file_util.h"
-#include "shoal/io/mem_file_system.h"
 #include "shoal/io/path.h"
 
 namespace shoal {
 namespace {
-
-// Where a snapshot keeps its shard file, in its own MemFileSystem.
-constexpr char kSnapshotDir[] = "mem://snapshot";
 
 constexpr absl::string_view kPartInfix = "@part-";
 
@@ -204,6 +199,7 @@ absl::Status ParameterServer::Initialize(const ModelSpec& spec) {
   MutexLock lock(&mu_);
   if (state_ != nullptr) return same_or_error(*state_);  // initialized meanwhile
   state_ = std::move(state);
+  ++state_generation_;
   ResetSync(0);
   DropSnapshot();
   return absl::OkStatus();
@@ -464,113 +460,205 @@ absl::Status ParameterServer::PushMany(absl::Span<const std::string> dense_names
 
 struct ParameterServer::PendingSnapshot {
   std::string checkpoint_dir;  // where WriteSnapshot may write it
-  MemFileSystem fs;            // holds the shard file under kSnapshotDir
-  ShardFileInfo info;
-  absl::Duration memory;  // allocating the snapshot, beside updates
+  uint64_t generation = 0;     // state_generation_ of the state it is a cut of
+  // The dense variables, copied while updates waited.
+  std::vector<DenseCopy> dense;
+  int64_t rows = 0;       // table rows in the cut
   absl::Duration paused;  // updates waiting
 };
 
-absl::StatusOr<std::unique_ptr<ParameterServer::PendingSnapshot>> ParameterServer::TakeSnapshot(
-    absl::string_view checkpoint_dir, bool keep) {
-  // Resolved first, so a path no file system takes fails before updates pause.
-  RETURN_IF_ERROR(fs_.For(checkpoint_dir).status());
-  // The shard file is written to memory while updates wait (one consistent cut); WriteSnapshot
-  // then copies it to `checkpoint_dir` while they run again: training pauses for a memory copy,
-  // not for the disk or HDFS write. The copy needs memory for one more shard file.
-  auto snapshot = std::make_unique<PendingSnapshot>();
-  snapshot->checkpoint_dir = std::string(checkpoint_dir);
-  std::unique_ptr<ShardWriter> writer;
-  const absl::Time start = absl::Now();
-  {
-    // The snapshot's memory is allocated (and its pages touched) while updates go on, so that
-    // the pause below only copies: about the shard's size now, plus 2% for rows added meanwhile.
-    ReaderMutexLock lock(&mu_);
-    if (state_ == nullptr) return Uninitialized();
-    uint64_t expected = 0;
-    for (const std::unique_ptr<DenseVar>& var : state_->dense) {
-      expected += ShardDenseBytesEstimate(var->value.size(), var->optimizer->num_slots());
-    }
-    for (const Table& t : state_->tables) {
-      expected +=
-          ShardTableBytesEstimate(t.table->num_rows(), t.table->dim(), t.table->num_slots());
-    }
-    ASSIGN_OR_RETURN(writer, ShardWriter::Create(snapshot->fs, kSnapshotDir, shard_, num_shards_,
-                                                 {.expected_bytes = expected + expected / 50}));
-  }
-  const absl::Time allocated = absl::Now();
-  MutexLock lock(&mu_);
-  if (state_ == nullptr) return Uninitialized();
-  for (const std::unique_ptr<DenseVar>& var : state_->dense) {
+std::vector<ParameterServer::DenseCopy> ParameterServer::CopyDense(const State& state) {
+  std::vector<DenseCopy> copies;
+  copies.reserve(state.dense.size());
+  for (const std::unique_ptr<DenseVar>& var : state.dense) {
     ReaderMutexLock var_lock(&var->mu);
     const int num_slots = var->optimizer->num_slots();
     const int64_t n = var->value.size();
-    std::vector<Tensor> slots;
-    slots.reserve(static_cast<size_t>(num_slots));
+    DenseCopy copy;
+    copy.entry =
+        var->split ? DenseSliceEntryName(var->spec->name, var->begin, var->end) : var->spec->name;
+    copy.value = var->value;
+    copy.slot_names = var->optimizer->slot_names();
+    copy.slots.reserve(static_cast<size_t>(num_slots));
     for (int k = 0; k < num_slots; ++k) {
       Tensor slot(var->value.shape());
       std::copy_n(var->slots.begin() + k * n, n, slot.data());
-      slots.push_back(std::move(slot));
+      copy.slots.push_back(std::move(slot));
     }
-    const std::string entry =
-        var->split ? DenseSliceEntryName(var->spec->name, var->begin, var->end) : var->spec->name;
-    RETURN_IF_ERROR(writer->AddDense(entry, var->value, slots, var->optimizer->slot_names()));
+    copies.push_back(std::move(copy));
+  }
+  return copies;
+}
+
+absl::StatusOr<std::unique_ptr<ParameterServer::PendingSnapshot>> ParameterServer::BeginSnapshot(
+    absl::string_view checkpoint_dir) {
+  // Updates wait while the dense variables are copied and every table starts its copy-on-write
+  // snapshot: one consistent cut of the shard, without copying a table row.
+  const absl::Time start = absl::Now();
+  auto snapshot = std::make_unique<PendingSnapshot>();
+  snapshot->checkpoint_dir = std::string(checkpoint_dir);
+  snapshot->generation = state_generation_;
+  snapshot->dense = CopyDense(*state_);
+  for (size_t i = 0; i < state_->tables.size(); ++i) {
+    const Table& t = state_->tables[i];
+    absl::Status begun = t.table->BeginSnapshot();
+    if (absl::IsFailedPrecondition(begun)) {
+      // No snapshot of this state is legitimately pending here (save_mu_ is held and the pending
+      // one was dropped): one left over is a bug. End it rather than fail every later checkpoint.
+      LOG(ERROR) << "ps shard " << shard_ << ": table '" << t.spec->name
+                 << "' had a snapshot left pending; ended";
+      t.table->EndSnapshot();
+      begun = t.table->BeginSnapshot();
+    }
+    if (!begun.ok()) {
+      for (size_t j = 0; j < i; ++j) state_->tables[j].table->EndSnapshot();
+      return AnnotateCat(begun, "snapshot of table '", t.spec->name, "' on ps shard ", shard_);
+    }
+    snapshot->rows += t.table->num_rows();
+  }
+  snapshot->paused = absl::Now() - start;
+  return snapshot;
+}
+
+void ParameterServer::EndTableSnapshots() {
+  for (const Table& t : state_->tables) t.table->EndSnapshot();
+}
+
+absl::StatusOr<ShardFileInfo> ParameterServer::WriteShardFile(
+    FileSystem& fs, absl::string_view checkpoint_dir, absl::Span<const DenseCopy> dense,
+    absl::FunctionRef<absl::Status(const Table&, ShardWriter::RowVisitor)> table_rows) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
+                   ShardWriter::Create(fs, checkpoint_dir, shard_, num_shards_));
+  for (const DenseCopy& d : dense) {
+    RETURN_IF_ERROR(writer->AddDense(d.entry, d.value, d.slots, d.slot_names));
   }
   for (const Table& t : state_->tables) {
-    RETURN_IF_ERROR(writer->AddTable(TablePartEntryName(t.spec->name, shard_, num_shards_),
-                                     *t.table, t.optimizer->slot_names()));
+    RETURN_IF_ERROR(
+        writer->AddTableRows(TablePartEntryName(t.spec->name, shard_, num_shards_), t.table->dim(),
+                             t.optimizer->slot_names(),
+                             [&](ShardWriter::RowVisitor visit) { return table_rows(t, visit); }));
   }
-  ASSIGN_OR_RETURN(snapshot->info, writer->Finish());
-  snapshot->memory = allocated - start;
-  snapshot->paused = absl::Now() - allocated;
-  if (keep) {
-    // Under mu_, so a Restore or Initialize (which take mu_ exclusively) drops it or comes after.
+  return writer->Finish();
+}
+
+absl::StatusOr<ShardFileInfo> ParameterServer::WriteSnapshotFile(PendingSnapshot& snapshot) {
+  const absl::Time start = absl::Now();
+  // Shared: updates run beside the write (each table copies a row of the cut aside before its
+  // first change), and the state cannot be replaced under it.
+  ReaderMutexLock lock(&mu_);
+  if (state_ == nullptr || state_generation_ != snapshot.generation) {
+    return absl::AbortedError(absl::StrCat(
+        "ps shard ", shard_, " of ", num_shards_, ": the state the snapshot for ",
+        snapshot.checkpoint_dir, " was taken of was replaced (Restore, WarmStart or Initialize)"));
+  }
+  // A Restore or WarmStart waiting for the lock replaces this state: the write gives up (at the
+  // next row) rather than hold it up until the file is written, which on HDFS can take minutes.
+  const auto replaced = [&] {
+    return absl::AbortedError(
+        absl::StrCat("ps shard ", shard_, " of ", num_shards_, ": the write of the snapshot for ",
+                     snapshot.checkpoint_dir, " gave way to a Restore or WarmStart"));
+  };
+  // From here every failure ends the tables' snapshots: one left pending would refuse the next.
+  absl::StatusOr<FileSystem*> fs = fs_.For(snapshot.checkpoint_dir);
+  if (!fs.ok() || replacing_state_.load() > 0) {
+    EndTableSnapshots();
+    return fs.ok() ? replaced() : fs.status();
+  }
+  int64_t copied_rows = 0;
+  uint64_t copied_bytes = 0;
+  // Each table's rows of the cut, unless a Restore or WarmStart comes to replace the state.
+  const auto snapshot_rows = [&](const Table& t, ShardWriter::RowVisitor visit) -> absl::Status {
+    bool gave_way = false;
+    const auto write_row = [&](const EmbeddingRow& row) {
+      if (!gave_way && replacing_state_.load() > 0) gave_way = true;
+      if (!gave_way) visit(row);
+    };
+    ASSIGN_OR_RETURN(const int64_t copied, t.table->ForEachSnapshotRow(write_row));
+    if (gave_way) return replaced();
+    copied_rows += copied;
+    copied_bytes += static_cast<uint64_t>(copied) * t.table->row_bytes();
+    return absl::OkStatus();
+  };
+  absl::StatusOr<ShardFileInfo> info =
+      WriteShardFile(**fs, snapshot.checkpoint_dir, snapshot.dense, snapshot_rows);
+  if (!info.ok()) EndTableSnapshots();  // the rest of the cut is not needed any more
+  RETURN_IF_ERROR_CTX(info.status(), "writing shard ", shard_, " of ", num_shards_);
+  const absl::Duration written = absl::Now() - start;
+  LOG(INFO) << "ps shard " << shard_ << ": saved " << info->bytes << " bytes to "
+            << JoinPath(snapshot.checkpoint_dir, info->name) << " (" << snapshot.rows
+            << " rows; updates paused "
+            << absl::FormatDuration(absl::Trunc(snapshot.paused, absl::Microseconds(10)))
+            << ", write " << absl::FormatDuration(absl::Trunc(written, absl::Milliseconds(1)))
+            << "; copied on write " << copied_rows << " rows, " << copied_bytes / (1 << 20)
+            << " MiB)";
+  return info;
+}
+
+absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint_dir) {
+  ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(checkpoint_dir));
+  MutexLock save_lock(&save_mu_);
+  std::unique_ptr<PendingSnapshot> snapshot;
+  {
+    MutexLock lock(&mu_);
+    if (state_ == nullptr) return Uninitialized();
+    bool pending = false;
+    {
+      MutexLock snapshot_lock(&snapshot_mu_);
+      pending = pending_snapshot_ != nullptr;
+    }
+    if (pending) {
+      // The tables' one snapshot is Snapshot's, left alone: this file is written from the live
+      // rows while updates wait for the whole write.
+      const absl::Time start = absl::Now();
+      ASSIGN_OR_RETURN(ShardFileInfo info,
+                       WriteShardFile(*fs, checkpoint_dir, CopyDense(*state_),
+                                      [](const Table& t, ShardWriter::RowVisitor visit) {
+                                        t.table->ForEachRow(visit);
+                                        return absl::OkStatus();
+                                      }),
+                       "writing shard ", shard_, " of ", num_shards_);
+      LOG(INFO) << "ps shard " << shard_ << ": saved " << info.bytes << " bytes to "
+                << JoinPath(checkpoint_dir, info.name) << " (updates paused for the write, "
+                << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
+                << ": a snapshot is pending)";
+      return info;
+    }
+    ASSIGN_OR_RETURN(snapshot, BeginSnapshot(checkpoint_dir));
+  }
+  return WriteSnapshotFile(*snapshot);
+}
+
+void ParameterServer::DropSnapshot() {
+  MutexLock lock(&snapshot_mu_);
+  if (pending_snapshot_ == nullptr) return;
+  // The tables of a state that was replaced are gone, with their snapshots.
+  if (state_ != nullptr && pending_snapshot_->generation == state_generation_) EndTableSnapshots();
+  pending_snapshot_.reset();
+}
+
+absl::Status ParameterServer::Snapshot(absl::string_view checkpoint_dir) {
+  // Resolved first, so a path no file system takes fails before updates pause.
+  RETURN_IF_ERROR(fs_.For(checkpoint_dir).status());
+  MutexLock save_lock(&save_mu_);
+  MutexLock lock(&mu_);
+  if (state_ == nullptr) return Uninitialized();
+  {
     MutexLock snapshot_lock(&snapshot_mu_);
     if (pending_snapshot_ != nullptr) {
       LOG(WARNING) << "ps shard " << shard_ << ": the snapshot for "
                    << pending_snapshot_->checkpoint_dir
                    << " was never written; dropped for the one of " << checkpoint_dir;
     }
-    pending_snapshot_ = std::move(snapshot);
-    return std::unique_ptr<PendingSnapshot>();
   }
-  return snapshot;
-}
-
-absl::StatusOr<ShardFileInfo> ParameterServer::WriteSnapshotFile(PendingSnapshot& snapshot) {
-  ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(snapshot.checkpoint_dir));
-  const absl::Time start = absl::Now();
-  RETURN_IF_ERROR(fs->RecursivelyCreateDir(snapshot.checkpoint_dir));
-  const std::string source = JoinPath(kSnapshotDir, snapshot.info.name);
-  const std::string target = JoinPath(snapshot.checkpoint_dir, snapshot.info.name);
-  RETURN_IF_ERROR_CTX(CopyFileAtomically(snapshot.fs, source, *fs, target), "writing shard ",
-                      shard_, " of ", num_shards_);
-  const absl::Duration written = absl::Now() - start;
-  LOG(INFO) << "ps shard " << shard_ << ": saved " << snapshot.info.bytes << " bytes to " << target
-            << " (memory "
-            << absl::FormatDuration(absl::Trunc(snapshot.memory, absl::Milliseconds(1)))
-            << ", updates paused "
-            << absl::FormatDuration(absl::Trunc(snapshot.paused, absl::Milliseconds(1)))
-            << ", write " << absl::FormatDuration(absl::Trunc(written, absl::Milliseconds(1)))
-            << ")";
-  return snapshot.info;
-}
-
-absl::StatusOr<ShardFileInfo> ParameterServer::Save(absl::string_view checkpoint_dir) {
-  ASSIGN_OR_RETURN(std::unique_ptr<PendingSnapshot> snapshot,
-                   TakeSnapshot(checkpoint_dir, /*keep=*/false));
-  return WriteSnapshotFile(*snapshot);
-}
-
-void ParameterServer::DropSnapshot() {
-  MutexLock lock(&snapshot_mu_);
-  pending_snapshot_.reset();
-}
-
-absl::Status ParameterServer::Snapshot(absl::string_view checkpoint_dir) {
-  return TakeSnapshot(checkpoint_dir, /*keep=*/true).status();
+  DropSnapshot();
+  ASSIGN_OR_RETURN(std::unique_ptr<PendingSnapshot> snapshot, BeginSnapshot(checkpoint_dir));
+  MutexLock snapshot_lock(&snapshot_mu_);
+  pending_snapshot_ = std::move(snapshot);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ShardFileInfo> ParameterServer::WriteSnapshot(absl::string_view checkpoint_dir) {
+  MutexLock save_lock(&save_mu_);
   std::unique_ptr<PendingSnapshot> snapshot;
   {
     MutexLock lock(&snapshot_mu_);
@@ -585,7 +673,7 @@ absl::StatusOr<ShardFileInfo> ParameterServer::WriteSnapshot(absl::string_view c
           absl::StrCat("WriteSnapshot(", checkpoint_dir, ") on ps shard ", shard_,
                        ": the pending snapshot is for ", pending_snapshot_->checkpoint_dir));
     }
-    snapshot = std::move(pending_snapshot_);  // freed once written, or on failure
+    snapshot = std::move(pending_snapshot_);  // written once, or abandoned on failure
   }
   return WriteSnapshotFile(*snapshot);
 }
@@ -730,11 +818,18 @@ absl::Status ParameterServer::WarmStart(const ModelSpec& spec, absl::string_view
   RETURN_IF_ERROR_CTX(ReadCheckpoint(checkpoint_dir, state.get(), &step, &globs),
                       "warm-starting shard ", shard_, " of ", num_shards_, " from ",
                       checkpoint_dir);
-  MutexLock lock(&mu_);
-  state_ = std::move(state);
-  ResetSync(0);
-  DropSnapshot();
+  SwapState(std::move(state), 0);
   return absl::OkStatus();
+}
+
+void ParameterServer::SwapState(std::unique_ptr<State> state, int64_t version) {
+  replacing_state_.fetch_add(1);  // a snapshot's write in progress gives up rather than finish
+  MutexLock lock(&mu_);
+  replacing_state_.fetch_sub(1);
+  state_ = std::move(state);
+  ++state_generation_;
+  ResetSync(version);
+  DropSnapshot();
 }
 
 absl::Status ParameterServer::Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) {
@@ -742,10 +837,7 @@ absl::Status ParameterServer::Restore(const ModelSpec& spec, absl::string_view c
   int64_t step = 0;
   RETURN_IF_ERROR_CTX(ReadCheckpoint(checkpoint_dir, state.get(), &step), "restoring shard ",
                       shard_, " of ", num_shards_, " from ", checkpoint_dir);
-  MutexLock lock(&mu_);
-  state_ = std::move(state);
-  ResetSync(step);
-  DropSnapshot();
+  SwapState(std::move(state), step);
   return absl::OkStatus();
 }
 

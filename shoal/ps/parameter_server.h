@@ -12,11 +12,16 @@
 //   RETURN_IF_ERROR(client.Initialize(spec));
 //
 // Checkpoints: Save writes shard file `shard` of `num_shards` (checkpoint/shard_writer.h): it is
-// Snapshot then WriteSnapshot, without touching the pending snapshot. Snapshot writes the file to
-// memory while updates wait and keeps it as the shard's one pending snapshot (a second Snapshot
-// replaces it, with a warning); WriteSnapshot copies it to the checkpoint directory while updates
-// run, and frees it (written or not); a Restore, WarmStart or Initialize that replaces the state
-// frees it too. Dense
+// Snapshot then WriteSnapshot, without touching the pending snapshot. Snapshot takes the cut
+// while updates wait: it copies the dense variables and starts a copy-on-write snapshot of every
+// table (HashEmbeddingTable::BeginSnapshot: no row is copied then), and keeps it as the shard's
+// one pending snapshot (a second Snapshot replaces it, with a warning). WriteSnapshot writes the
+// cut into the checkpoint directory while updates run: a row of the cut that an update changes
+// before the writer has read its lock stripe is copied aside first, once, so the file holds the
+// cut and the memory a checkpoint costs is the rows changed during the write, not a second copy
+// of the shard. It ends the snapshot (written or not); a Restore, WarmStart or Initialize that
+// replaces the state drops it too. A Save while a snapshot is pending writes from the live rows
+// with updates paused for the whole write (the tables' one snapshot is the pending one). Dense
 // variables are entries named as the variable, and a slice of a split variable V is the entry
 // DenseSliceEntryName(V, begin, end) ("V@rows-B-E"); Restore copies the rows a shard holds from
 // whichever entries of V overlap them (a whole V, or slices cut for any number of shards). This
@@ -47,10 +52,13 @@
 //
 // Thread safety: thread-safe. A reader/writer lock orders the whole shard: Pull/Push/Lookup and
 // GetTableStats hold it shared (any number at once; a dense variable has its own lock, tables lock
-// their stripes), Save and Snapshot hold it exclusively while they write the shard file to memory
-// (one consistent cut; the copy to the checkpoint directory then runs beside updates), and
-// Initialize/Restore take it exclusively only to swap in a fully built state (a failed Restore
-// leaves the earlier state). The sync state has a lock of its own, taken after the shard lock:
+// their stripes), Snapshot and Save hold it exclusively while they take the cut (copy the dense
+// variables, start the tables' snapshots), the write of a snapshot holds it shared (updates run
+// beside it; a Restore or WarmStart waiting for the lock makes it give up, ABORTED, at the next
+// row), and Initialize/Restore take it exclusively only to swap in a
+// fully built state (a failed Restore leaves the earlier state). Save, Snapshot and WriteSnapshot
+// run one at a time (save_mu_, taken first: a Snapshot during a write waits for it without
+// holding up updates). The sync state has a lock of its own, taken after the shard lock:
 // sync pushes and commits hold the shard lock shared and the sync lock exclusively (so a version
 // is applied as one unit and never inside a Save); WaitForVersion holds only the sync lock and
 // releases it while it waits; asynchronous pushes never take it. Errors: as ParameterService;
@@ -65,6 +73,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -72,6 +81,7 @@
 #include "absl/types/span.h"
 #include "shoal/base/mutex.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
+#include "shoal/checkpoint/shard_writer.h"
 #include "shoal/embedding/hash_table.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/optim/optimizer.h"
@@ -145,17 +155,37 @@ class ParameterServer final : public ParameterService {
   struct Table;
   struct State;
   struct PendingUpdate;    // the gradients accumulated for version + 1
-  struct PendingSnapshot;  // a shard file in memory, for WriteSnapshot
+  struct PendingSnapshot;  // a cut of the shard, for WriteSnapshot
+  struct DenseCopy {       // a dense variable's entry in a shard file
+    std::string entry;
+    Tensor value;
+    std::vector<Tensor> slots;
+    std::vector<std::string> slot_names;
+  };
 
-  // The shard file, written to memory under mu_ held exclusively (updates wait), for
-  // `checkpoint_dir`. With `keep`, it becomes the pending snapshot (replacing any) and null is
-  // returned.
-  absl::StatusOr<std::unique_ptr<PendingSnapshot>> TakeSnapshot(absl::string_view checkpoint_dir,
-                                                                bool keep)
-      ABSL_LOCKS_EXCLUDED(mu_, snapshot_mu_);
-  // Copies `snapshot`'s file into its checkpoint directory (updates run meanwhile).
-  absl::StatusOr<ShardFileInfo> WriteSnapshotFile(PendingSnapshot& snapshot);
-  // Frees the pending snapshot: the state it was taken from is being replaced.
+  // Copies of the dense variables of `state`, as their entries.
+  static std::vector<DenseCopy> CopyDense(const State& state);
+  // Takes the cut for `checkpoint_dir` while updates wait: copies the dense variables and begins
+  // every table's copy-on-write snapshot (ended by WriteSnapshotFile, EndTableSnapshots, or with
+  // the state).
+  absl::StatusOr<std::unique_ptr<PendingSnapshot>> BeginSnapshot(absl::string_view checkpoint_dir)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(save_mu_, mu_);
+  // Writes `snapshot` into its checkpoint directory while updates run, ending the tables'
+  // snapshots. ABORTED if the state it was taken of was replaced meanwhile.
+  absl::StatusOr<ShardFileInfo> WriteSnapshotFile(PendingSnapshot& snapshot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(save_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes the shard file into `checkpoint_dir`: `dense`, then each table's rows as `table_rows`
+  // visits them.
+  absl::StatusOr<ShardFileInfo> WriteShardFile(
+      FileSystem& fs, absl::string_view checkpoint_dir, absl::Span<const DenseCopy> dense,
+      absl::FunctionRef<absl::Status(const Table&, ShardWriter::RowVisitor)> table_rows)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Ends the snapshot of every table of state_ (no-op for tables without one).
+  void EndTableSnapshots() ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Swaps in `state` at sync version `version` (Restore, WarmStart), dropping the pending
+  // snapshot; a snapshot's write in progress gives up rather than be waited for to its end.
+  void SwapState(std::unique_ptr<State> state, int64_t version) ABSL_LOCKS_EXCLUDED(mu_);
+  // Frees the pending snapshot (ending the tables' snapshots if it is of the current state).
   void DropSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(snapshot_mu_);
 
   // A fresh state for `spec` (validated) with initial values.
@@ -206,9 +236,15 @@ class ParameterServer final : public ParameterService {
   FileSystems& fs_;
   const int shard_;
   const int num_shards_;
-  // Shared by requests, exclusive for Save and for swapping the state.
+  // Save, Snapshot and WriteSnapshot, one at a time; taken before mu_.
+  Mutex save_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // Shared by requests and a snapshot's write, exclusive for taking a cut and for swapping the
+  // state.
   Mutex mu_;
-  std::unique_ptr<State> state_ ABSL_GUARDED_BY(mu_);  // null before Initialize/Restore
+  std::unique_ptr<State> state_ ABSL_GUARDED_BY(mu_);   // null before Initialize/Restore
+  uint64_t state_generation_ ABSL_GUARDED_BY(mu_) = 0;  // counts the states swapped in
+  // Restores and warm starts waiting to swap in a state: a snapshot's write stops for them.
+  std::atomic<int> replacing_state_{0};
   // The snapshot Snapshot took and WriteSnapshot has not written yet (at most one).
   Mutex snapshot_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::unique_ptr<PendingSnapshot> pending_snapshot_ ABSL_GUARDED_BY(snapshot_mu_);

@@ -17,6 +17,7 @@
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/mem_file_system.h"
+#include "shoal/io/path.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/ps/ps_test_util.h"
 
@@ -377,6 +378,148 @@ TEST(ParameterServerConcurrencyTest, UpdatesGoOnWhileASaveWritesItsFile) {
   EXPECT_EQ(values[0][0], 1.0f);  // the cut before the push made during the write
   ASSERT_TRUE(ps.PullDense({&counter, 1}, &values).ok());
   EXPECT_EQ(values[0][0], 2.0f);
+}
+
+// The copy-on-write snapshot is one cut while pushes run, from the Snapshot until the file is
+// written: every push is a PushMany raising the dense "counter" and 256 rows of "counter_rows"
+// by exactly 1 (SGD, lr 0.5, grad -2, zeros at first), so a cut has every element and row equal.
+// Pushes, training lookups of new ids and an eviction go on while the write stands still at the
+// gate and while it runs; the file holds the cut -- the pushes made before the Snapshot, none
+// made after it, no row created after it -- and restores.
+TEST(ParameterServerConcurrencyTest, SnapshotIsOneCutWhileUpdatesRunDuringItsWrite) {
+  FileSystems fs;
+  ASSERT_TRUE(RegisterBuiltinFileSystems(fs).ok());
+  auto gate = std::make_shared<GateFileSystem>();
+  ASSERT_TRUE(fs.Register("gate", gate).ok());
+  ModelSpec spec = CounterSpec();
+  spec.tables.push_back({.name = "counter_rows",
+                         .dim = 4,
+                         .initializer = {.kind = RowInitializerOptions::Kind::kZeros},
+                         .group = "plain"});
+  ParameterServer ps(fs, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec).ok());
+  const std::vector<uint64_t> ids = SomeIds(256, 7);
+  std::vector<float> rows(ids.size() * 4);
+  ASSERT_TRUE(ps.Lookup("counter_rows", ids, LookupMode::kTrain, 0, absl::MakeSpan(rows)).ok());
+
+  const std::string counter = "counter";
+  const Tensor dense_grad(Shape{64}, -2.0f);
+  const std::vector<float> row_grads(ids.size() * 4, -2.0f);
+  std::atomic<int64_t> started{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> pushers;
+  for (int t = 0; t < 2; ++t) {
+    pushers.emplace_back([&] {
+      while (!stop.load()) {
+        const int64_t step = started.fetch_add(1) + 1;
+        const TablePush push{.table = "counter_rows", .ids = ids, .grads = row_grads};
+        EXPECT_TRUE(ps.PushMany({&counter, 1}, {&dense_grad, 1}, {&push, 1}, step).ok());
+        done.fetch_add(1);
+      }
+    });
+  }
+  const auto await_done = [&](int64_t n) {
+    while (done.load() < n) std::this_thread::yield();
+  };
+  await_done(20);
+
+  ASSERT_TRUE(gate->RecursivelyCreateDir("gate://model").ok());
+  const std::string dir = PrepareCheckpointDir(*gate, "gate://model", 1).value();
+  gate->Close();
+  const int64_t done_before = done.load();
+  ASSERT_TRUE(ps.Snapshot(dir).ok());
+  const int64_t started_after = started.load();
+  absl::StatusOr<ShardFileInfo> written;
+  std::thread write([&] { written = ps.WriteSnapshot(dir); });
+  gate->AwaitBlockedWriter();  // the file's first record waits: no stripe is read yet
+  await_done(started_after + 30);
+  std::vector<float> fresh_rows(64 * 4);
+  ASSERT_TRUE(
+      ps.Lookup("counter_rows", SomeIds(64, 8), LookupMode::kTrain, 1, absl::MakeSpan(fresh_rows))
+          .ok());
+  ASSERT_TRUE(ps.Evict(1).ok());  // evicts nothing of counter_rows, copies the cut out
+  gate->Open();
+  write.join();
+  await_done(started_after + 60);
+  stop = true;
+  for (std::thread& t : pushers) t.join();
+  ASSERT_TRUE(written.ok()) << written.status();
+
+  ASSERT_TRUE(CommitCheckpoint(*gate, "gate://model", 1, {*written}, "").ok());
+  auto reader = CheckpointReader::Open(*gate, dir).value();
+  absl::StatusOr<DenseVariable> saved = reader->ReadDense(counter);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  const float cut = saved->value[0];
+  EXPECT_GE(cut, static_cast<float>(done_before));
+  EXPECT_LE(cut, static_cast<float>(started_after));
+  for (int64_t i = 0; i < saved->value.size(); ++i) EXPECT_EQ(saved->value[i], cut) << i;
+  std::map<uint64_t, std::vector<float>> saved_rows;
+  ASSERT_TRUE(reader
+                  ->ReadTableRows(TablePartEntryName("counter_rows", 0, 1),
+                                  [&](const EmbeddingRow& row) {
+                                    saved_rows[row.id] = {row.values.begin(), row.values.end()};
+                                    return absl::OkStatus();
+                                  })
+                  .ok());
+  ASSERT_EQ(saved_rows.size(), ids.size());  // the rows created after the cut are not there
+  for (uint64_t id : ids) {
+    ASSERT_EQ(saved_rows.count(id), 1u) << id;
+    EXPECT_EQ(saved_rows[id], std::vector<float>(4, cut)) << id;
+  }
+  // Live, the pushes after the cut are there.
+  std::vector<Tensor> now;
+  ASSERT_TRUE(ps.PullDense({&counter, 1}, &now).ok());
+  EXPECT_EQ(now[0][0], static_cast<float>(done.load()));
+  EXPECT_GT(now[0][0], cut + 50);
+
+  ParameterServer restored(fs, 0, 1);
+  ASSERT_TRUE(restored.Restore(spec, dir).ok());
+  ASSERT_TRUE(restored.PullDense({&counter, 1}, &now).ok());
+  EXPECT_EQ(now[0][0], cut);
+  ASSERT_TRUE(
+      restored.Lookup("counter_rows", ids, LookupMode::kInference, 0, absl::MakeSpan(rows)).ok());
+  EXPECT_EQ(rows, std::vector<float>(rows.size(), cut));
+}
+
+// A Restore does not wait for a snapshot's write to finish (on HDFS that can take minutes, and a
+// rollback should not): the write gives up at its next row, ABORTED, and leaves no shard file.
+TEST(ParameterServerConcurrencyTest, ARestoreMakesASnapshotsWriteGiveUp) {
+  FileSystems fs;
+  ASSERT_TRUE(RegisterBuiltinFileSystems(fs).ok());
+  auto gate = std::make_shared<GateFileSystem>();
+  ASSERT_TRUE(fs.Register("gate", gate).ok());
+  const ModelSpec spec = CounterSpec();
+  ParameterServer ps(fs, 0, 1);
+  ASSERT_TRUE(ps.Initialize(spec).ok());
+  std::vector<float> rows(64 * 8);
+  ASSERT_TRUE(ps.Lookup("emb/C1", SomeIds(64), LookupMode::kTrain, 1, absl::MakeSpan(rows)).ok());
+  ASSERT_TRUE(gate->RecursivelyCreateDir("gate://model").ok());
+  const std::string saved_dir = PrepareCheckpointDir(*gate, "gate://model", 1).value();
+  absl::StatusOr<ShardFileInfo> saved = ps.Save(saved_dir);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_TRUE(CommitCheckpoint(*gate, "gate://model", 1, {*saved}, "").ok());
+
+  const std::string dir = PrepareCheckpointDir(*gate, "gate://model", 2).value();
+  ASSERT_TRUE(ps.Snapshot(dir).ok());
+  gate->Close();
+  absl::StatusOr<ShardFileInfo> written;
+  std::thread write([&] { written = ps.WriteSnapshot(dir); });
+  gate->AwaitBlockedWriter();  // holding the shard lock shared, before any row is written
+  absl::Status restored;
+  std::thread restore([&] { restored = ps.Restore(spec, saved_dir); });
+  // The Restore only reads (the gate stops appends): it reads the checkpoint, then waits for the
+  // shard lock, announcing itself first. Then the write may go on.
+  absl::SleepFor(absl::Seconds(1));
+  gate->Open();
+  write.join();
+  restore.join();
+  EXPECT_TRUE(restored.ok()) << restored;
+  EXPECT_EQ(written.status().code(), absl::StatusCode::kAborted) << written.status();
+  EXPECT_TRUE(absl::StrContains(written.status().message(), "gave way")) << written.status();
+  EXPECT_FALSE(gate->FileExists(JoinPath(dir, ShardFileName(0, 1))).value_or(true));
+  // The next checkpoint is taken and written as usual.
+  ASSERT_TRUE(ps.Snapshot(dir).ok());
+  EXPECT_TRUE(ps.WriteSnapshot(dir).ok());
 }
 
 }  // namespace
