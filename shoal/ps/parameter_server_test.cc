@@ -363,8 +363,12 @@ TEST_F(ParameterServerTest, WriteSnapshotWritesTheValuesOfTheSnapshotNotLaterPus
   ASSERT_TRUE(ps.PullDense({&name, 1}, &at_snapshot).ok());
   const uint64_t id = 42;
   std::vector<float> row_grad(8, 1.0f);
+  std::vector<float> row_before(8);  // a training lookup makes the row
+  ASSERT_TRUE(
+      ps.Lookup("emb/C1", {&id, 1}, LookupMode::kTrain, 1, absl::MakeSpan(row_before)).ok());
   ASSERT_TRUE(ps.PushSparse("emb/C1", {&id, 1}, row_grad, 1).ok());
   const std::vector<float> row_at_snapshot = Row(ps, "emb/C1", id, 8);
+  ASSERT_NE(row_at_snapshot, row_before);  // the push changed it
 
   const std::string dir = "mem://model/ckpt-1";
   ASSERT_TRUE(ps.Snapshot(dir).ok());
