@@ -25,22 +25,24 @@ ALLOWED = {
     "optim": {"base", "tensor"},
     "embedding": {"base", "tensor", "optim"},
     "checkpoint": {"base", "io", "tensor", "optim", "embedding"},
+    "collective": {"base"},
     "rpc": {"base", "io", "tensor", "optim", "embedding", "checkpoint"},
     "coordinator": {"base", "io", "tensor", "data", "optim", "embedding", "checkpoint", "rpc"},
     "ps": {"base", "io", "tensor", "optim", "embedding", "checkpoint", "rpc"},
     "worker": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc"},
     "export": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint"},
     "estimator": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint",
-                  "export", "rpc", "coordinator", "ps", "worker", "summary"},
+                  "export", "rpc", "coordinator", "ps", "worker", "summary", "collective"},
     # Serving runs the model code of the estimator layer on an export's weights: never a parameter
     # server, a coordinator or the gRPC transport (checked below).
     "serving": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint",
                 "export", "rpc", "worker", "estimator"},
     "launch": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc",
-               "coordinator", "ps", "worker", "estimator", "export", "serving", "summary"},
+               "coordinator", "ps", "worker", "estimator", "export", "serving", "summary",
+               "collective"},
     "tools": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc",
               "coordinator", "ps", "worker", "estimator", "export", "serving", "launch",
-              "summary"},
+              "summary", "collective"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]')

@@ -18,6 +18,8 @@ packages=(
   libabsl-dev libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev zlib1g-dev
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  # shoal/collective: the all-reduce ring (Gloo over TCP; no CMake config, found by find_library)
+  libgloo-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   # tests only: the HDFS minicluster (scripts/hdfs-minicluster.sh) and, with pyspark from PyPI,
