@@ -41,6 +41,7 @@ Coordinator::Coordinator(CoordinatorOptions options)
       max_steps_(options.max_steps),
       heartbeat_timeout_(options.heartbeat_timeout),
       completion_timeout_(options.completion_timeout),
+      replicated_trainers_(options.replicated_trainers),
       clock_(options.clock ? std::move(options.clock) : [] { return absl::Now(); }) {
   // A spec that ParseClusterSpec did not make may lack the chief; Find() relies on one.
   CHECK_EQ(options.cluster.chief.size(), 1u) << "the cluster spec needs exactly one chief";
@@ -148,6 +149,13 @@ absl::StatusOr<JobState> Coordinator::Register(const TaskId& task, uint64_t inca
               << " registered (incarnation " << Hex(incarnation) << ")";
   }
   const bool ps_restarted = m->registered && task.role == TaskRole::kPs;
+  if (replicated_trainers_ && task.role == TaskRole::kWorker && (state_.model_ready || loading_)) {
+    // The trainers' ring was formed without this incarnation: form it again, with it. The
+    // rollback retires the trainers registered so far (this task's old incarnation among them);
+    // this incarnation registers into the new generation.
+    BeginRollback(absl::StrCat(task.ToString(), m->registered ? " restarted" : " joined late",
+                               " (run.strategy all_reduce: the ring forms again)"));
+  }
   m->registered = true;
   m->ever_registered = true;
   m->incarnation = incarnation;
@@ -193,7 +201,8 @@ void Coordinator::BeginRollback(const std::string& reason) {
 void Coordinator::DetectDeadPs(absl::Time now) {
   if (!state_.model_ready && !loading_) return;
   for (const Member& m : members_) {
-    if (m.task.role != TaskRole::kPs || !m.registered || IsLive(m, now)) continue;
+    const bool replica = replicated_trainers_ && m.task.role == TaskRole::kWorker && !m.done;
+    if ((m.task.role != TaskRole::kPs && !replica) || !m.registered || IsLive(m, now)) continue;
     BeginRollback(absl::StrCat(
         m.task.ToString(), " is dead (silent for ",
         absl::FormatDuration(absl::Trunc(now - m.last_seen, absl::Milliseconds(100))), ")"));
@@ -615,6 +624,31 @@ absl::StatusOr<JobState> Coordinator::EndJob(bool success, absl::string_view mes
   }
   cv_.SignalAll();
   return state_;
+}
+
+absl::Status Coordinator::StoreSet(absl::string_view key, absl::string_view value) {
+  RETURN_IF_ERROR(ValidateStoreEntry(key, value));
+  MutexLock lock(&mu_);
+  auto it = store_.find(key);
+  if (it != store_.end()) {
+    it->second = std::string(value);
+    return absl::OkStatus();
+  }
+  if (store_.size() >= kMaxStoreEntries) {
+    return absl::ResourceExhaustedError(absl::StrCat("rendezvous store: already ", store_.size(),
+                                                     " keys, the most it keeps; key '", key, "'"));
+  }
+  store_.emplace(std::string(key), std::string(value));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Coordinator::StoreGet(absl::string_view key) {
+  ReaderMutexLock lock(&mu_);
+  auto it = store_.find(key);
+  if (it == store_.end()) {
+    return absl::NotFoundError(absl::StrCat("rendezvous store: no key '", key, "' yet"));
+  }
+  return it->second;
 }
 
 absl::StatusOr<JobState> Coordinator::GetState() {

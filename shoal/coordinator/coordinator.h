@@ -36,7 +36,9 @@
 //     FAILED_PRECONDITION.
 //
 // Rollback (a parameter server lost). Once the model is being loaded or is ready, a PS that
-// registers a new incarnation (it restarted, empty) or is declared dead starts a rollback: the
+// registers a new incarnation (it restarted, empty) or is declared dead starts a rollback (and,
+// with options.replicated_trainers, a worker that registers or is declared dead before it is
+// done: the trainers' ring must form again): the
 // generation (JobState::generation) goes up, the model is no longer ready, the data-task queue is
 // dropped, and every trainer's incarnation is retired with the reason, so each trainer's next call
 // gets ABORTED: it abandons its step and registers again with a new incarnation. The chief then
@@ -73,6 +75,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -100,6 +103,10 @@ struct CoordinatorOptions {
   absl::Duration completion_timeout = absl::Minutes(30);
   // The time liveness is judged by. Empty = absl::Now.
   std::function<absl::Time()> clock;
+  // run.strategy all_reduce: every trainer holds a replica of the model and they train in one
+  // ring, so a worker lost or joining while the model is loading or ready rolls the cluster back
+  // as a lost PS does (see Rollback above); the next generation's ring has the trainers then live.
+  bool replicated_trainers = false;
 };
 
 // What the coordinator knows about one task: for logs and the chief's status page.
@@ -140,6 +147,9 @@ class Coordinator final : public CoordinatorService {
   [[nodiscard]] absl::StatusOr<TaskLease> LeaseTask(const TaskId& task, uint64_t incarnation,
                                                     absl::Span<const TaskDone> done,
                                                     bool want_task) override;
+  // The trainers' rendezvous store (rpc/coordinator_service.h): kept for the job's life.
+  [[nodiscard]] absl::Status StoreSet(absl::string_view key, absl::string_view value) override;
+  [[nodiscard]] absl::StatusOr<std::string> StoreGet(absl::string_view key) override;
 
   // Chief-side, local only.
 
@@ -255,6 +265,7 @@ class Coordinator final : public CoordinatorService {
   // Starts a rollback (see the top of this file) unless the job has ended.
   void BeginRollback(const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts a rollback for a registered PS that is dead, when the model is loading or ready.
+  // (With replicated_trainers, also a worker that is dead before it is done.)
   void DetectDeadPs(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The phase once the model is ready at `global_step`: kStopping after a stop request or at
   // max_steps, else kRunning.
@@ -283,6 +294,7 @@ class Coordinator final : public CoordinatorService {
   const int64_t max_steps_;
   const absl::Duration heartbeat_timeout_;
   const absl::Duration completion_timeout_;
+  const bool replicated_trainers_;
   const std::function<absl::Time()> clock_;
 
   mutable Mutex mu_;
@@ -302,6 +314,7 @@ class Coordinator final : public CoordinatorService {
   int64_t hold_number_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration park_limit_ ABSL_GUARDED_BY(mu_);
   std::vector<TaskId> left_hold_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string, std::less<>> store_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal

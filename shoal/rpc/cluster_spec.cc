@@ -131,9 +131,6 @@ class Parser {
       return Error(absl::StrCat("cluster.", chief_key),
                    absl::StrCat("must list exactly one chief, not ", spec->chief.size()));
     }
-    if (spec->ps.empty()) {
-      return Error("cluster.ps", "must list at least one parameter server");
-    }
     return absl::OkStatus();
   }
 

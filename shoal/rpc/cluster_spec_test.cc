@@ -130,15 +130,19 @@ TEST(ClusterSpecTest, RejectsMissingOrUnknownKeys) {
             "TF_CONFIG: task.index: missing");
 }
 
-TEST(ClusterSpecTest, RequiresOneChiefAndSomePs) {
+TEST(ClusterSpecTest, RequiresOneChiefAndMayHaveNoPs) {
   EXPECT_EQ(ErrorOf(WithCluster(R"({"worker": ["a:1"], "ps": ["b:2"]})", "worker")),
             "TF_CONFIG: cluster.chief: must list exactly one chief, not 0");
   EXPECT_EQ(ErrorOf(WithCluster(R"({"chief": ["a:1", "c:1"], "ps": ["b:2"]})")),
             "TF_CONFIG: cluster.chief: must list exactly one chief, not 2");
-  EXPECT_EQ(ErrorOf(WithCluster(R"({"chief": ["a:1"]})")),
-            "TF_CONFIG: cluster.ps: must list at least one parameter server");
-  EXPECT_EQ(ErrorOf(WithCluster(R"({"chief": ["a:1"], "ps": []})")),
-            "TF_CONFIG: cluster.ps: must list at least one parameter server");
+  // Without parameter servers (TF's MultiWorkerMirroredStrategy; run.strategy all_reduce): the
+  // member checks the strategy against it.
+  for (const char* cluster : {R"({"chief": ["a:1"]})", R"({"chief": ["a:1"], "ps": []})",
+                              R"({"chief": ["a:1"], "worker": ["b:1", "c:1"]})"}) {
+    absl::StatusOr<ClusterSpec> spec = ParseClusterSpec(WithCluster(cluster), "TF_CONFIG");
+    ASSERT_TRUE(spec.ok()) << cluster << ": " << spec.status();
+    EXPECT_TRUE(spec->ps.empty());
+  }
   EXPECT_EQ(ErrorOf(WithCluster(R"({"chief": ["a:1"], "ps": ["b:2"], "evaluator": ["e:1"]})")),
             "TF_CONFIG: cluster: the evaluator is not part of the cluster; it names itself only "
             "in \"task\"");

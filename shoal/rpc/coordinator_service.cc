@@ -44,4 +44,19 @@ absl::string_view JobPhaseName(JobPhase phase) {
   return "unknown";
 }
 
+absl::Status ValidateStoreEntry(absl::string_view key, absl::string_view value) {
+  if (key.empty()) return absl::InvalidArgumentError("rendezvous store: empty key");
+  if (key.size() > CoordinatorService::kMaxStoreKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("rendezvous store: key of ", key.size(),
+                                                   " bytes, more than ",
+                                                   CoordinatorService::kMaxStoreKeyBytes));
+  }
+  if (value.size() > CoordinatorService::kMaxStoreValueBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("rendezvous store: value of key '", key,
+                                                   "' has ", value.size(), " bytes, more than ",
+                                                   CoordinatorService::kMaxStoreValueBytes));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace shoal

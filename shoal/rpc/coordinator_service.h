@@ -137,6 +137,25 @@ class CoordinatorService {
                                                             uint64_t incarnation,
                                                             absl::Span<const TaskDone> done,
                                                             bool want_task) = 0;
+
+  // The rendezvous store of the trainers' rings (run.strategy all_reduce and hybrid;
+  // collective/collective.h): a small key-value map kept by the coordinator for the job's life.
+  // Keys are at most kMaxStoreKeyBytes, values kMaxStoreValueBytes, and the map holds at most
+  // kMaxStoreEntries keys (INVALID_ARGUMENT beyond, naming the limit); a Set replaces the value.
+  // StoreGet answers NOT_FOUND for a key not set yet: callers poll until their deadline.
+  // UNIMPLEMENTED in services that keep no store.
+  static constexpr size_t kMaxStoreKeyBytes = 256;
+  static constexpr size_t kMaxStoreValueBytes = 64 * 1024;
+  static constexpr size_t kMaxStoreEntries = 16384;
+  [[nodiscard]] virtual absl::Status StoreSet(absl::string_view key, absl::string_view value) {
+    return absl::UnimplementedError("this coordinator keeps no rendezvous store");
+  }
+  [[nodiscard]] virtual absl::StatusOr<std::string> StoreGet(absl::string_view key) {
+    return absl::UnimplementedError("this coordinator keeps no rendezvous store");
+  }
 };
+
+// INVALID_ARGUMENT unless `key` and `value` fit the store's limits (empty key refused).
+absl::Status ValidateStoreEntry(absl::string_view key, absl::string_view value);
 
 }  // namespace shoal

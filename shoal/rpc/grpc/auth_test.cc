@@ -83,6 +83,8 @@ void ExpectEveryMethodUnauthenticated(ParameterService& ps, CoordinatorService& 
       {"EndJob", coord.EndJob(true, "").status()},
       {"GetState", coord.GetState().status()},
       {"LeaseTask", coord.LeaseTask(task, 1, {}, true).status()},
+      {"StoreSet", coord.StoreSet("ring/1/rank0", "addr")},
+      {"StoreGet", coord.StoreGet("ring/1/rank0").status()},
   };
   for (const auto& [method, status] : results) {
     EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated)
@@ -165,6 +167,8 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
   rpc::WaitForVersionReply version;
   rpc::JobState state;
   rpc::LeaseTaskReply lease;
+  rpc::StoreSetReply store_set;
+  rpc::StoreGetReply store_get;
   rpc::LookupRequest lookup_request;
   lookup_request.set_table("emb");
   lookup_request.add_ids(1);
@@ -210,6 +214,8 @@ TEST_F(GrpcAuthTest, CallsWithoutTheSecretAreRefusedOnEveryMethod) {
       {"EndJob", call([&](auto* c) { return coord->EndJob(c, {}, &state); })},
       {"GetState", call([&](auto* c) { return coord->GetState(c, {}, &state); })},
       {"LeaseTask", call([&](auto* c) { return coord->LeaseTask(c, {}, &lease); })},
+      {"StoreSet", call([&](auto* c) { return coord->StoreSet(c, {}, &store_set); })},
+      {"StoreGet", call([&](auto* c) { return coord->StoreGet(c, {}, &store_get); })},
   };
   for (const auto& [method, status] : results) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED)

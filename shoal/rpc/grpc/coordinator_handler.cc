@@ -93,6 +93,18 @@ class CoordinatorHandler final : public rpc::CoordinatorService::Service {
       return absl::OkStatus();
     });
   }
+  grpc::Status StoreSet(grpc::ServerContext* ctx, const rpc::StoreSetRequest* request,
+                        rpc::StoreSetReply* /*reply*/) override {
+    return gate_->Serve(*ctx, [&] { return coord_->StoreSet(request->key(), request->value()); });
+  }
+  grpc::Status StoreGet(grpc::ServerContext* ctx, const rpc::StoreGetRequest* request,
+                        rpc::StoreGetReply* reply) override {
+    return gate_->Serve(*ctx, [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(std::string value, coord_->StoreGet(request->key()));
+      reply->set_value(std::move(value));
+      return absl::OkStatus();
+    });
+  }
 
  private:
   CoordinatorService* const coord_;

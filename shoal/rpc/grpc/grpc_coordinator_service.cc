@@ -139,6 +139,31 @@ absl::StatusOr<TaskLease> GrpcCoordinatorService::LeaseTask(const TaskId& task,
   return lease;
 }
 
+absl::Status GrpcCoordinatorService::StoreSet(absl::string_view key, absl::string_view value) {
+  RETURN_IF_ERROR(ValidateStoreEntry(key, value));
+  rpc::StoreSetRequest request;
+  request.set_key(std::string(key));
+  request.set_value(std::string(value));
+  const absl::Duration deadline = channel_->options().call_deadline;
+  grpc::ClientContext ctx;
+  channel_->impl().Prepare(&ctx, deadline);
+  rpc::StoreSetReply reply;
+  return channel_->impl().CallStatus(stub_->stub->StoreSet(&ctx, request, &reply), "StoreSet",
+                                     deadline);
+}
+
+absl::StatusOr<std::string> GrpcCoordinatorService::StoreGet(absl::string_view key) {
+  rpc::StoreGetRequest request;
+  request.set_key(std::string(key));
+  const absl::Duration deadline = channel_->options().call_deadline;
+  grpc::ClientContext ctx;
+  channel_->impl().Prepare(&ctx, deadline);
+  rpc::StoreGetReply reply;
+  RETURN_IF_ERROR(channel_->impl().CallStatus(stub_->stub->StoreGet(&ctx, request, &reply),
+                                              "StoreGet", deadline));
+  return std::move(*reply.mutable_value());
+}
+
 absl::StatusOr<JobState> GrpcCoordinatorService::GetState() {
   rpc::GetStateRequest request;
   return Call(*channel_, "GetState", [&](grpc::ClientContext* ctx, rpc::JobState* reply) {

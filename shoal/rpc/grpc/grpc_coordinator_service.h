@@ -33,6 +33,8 @@ class GrpcCoordinatorService final : public CoordinatorService {
   [[nodiscard]] absl::StatusOr<TaskLease> LeaseTask(const TaskId& task, uint64_t incarnation,
                                                     absl::Span<const TaskDone> done,
                                                     bool want_task) override;
+  [[nodiscard]] absl::Status StoreSet(absl::string_view key, absl::string_view value) override;
+  [[nodiscard]] absl::StatusOr<std::string> StoreGet(absl::string_view key) override;
 
  private:
   struct Stub;  // the generated gRPC stub

@@ -101,6 +101,24 @@ TEST_F(GrpcCoordinatorServiceTest, LeaseTaskCarriesCompletionsAndTheTask) {
   EXPECT_EQ(lease->kind, TaskLease::Kind::kEnd);
 }
 
+TEST_F(GrpcCoordinatorServiceTest, TheRendezvousStoreCarriesBytesAndCodes) {
+  const std::string value("addr\0\xff", 6);  // any bytes
+  ASSERT_TRUE(coord_->StoreSet("ring/1/rank0", value).ok());
+  absl::StatusOr<std::string> got = coord_->StoreGet("ring/1/rank0");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, value);
+  got = coord_->StoreGet("ring/1/rank1");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound) << got.status();
+  // The client checks the limits before any call.
+  const int calls = fake_.calls();
+  EXPECT_EQ(coord_->StoreSet("", "x").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coord_->StoreSet(std::string(257, 'k'), "x").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coord_->StoreSet("k", std::string(64 * 1024 + 1, 'v')).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fake_.calls(), calls);
+}
+
 TEST_F(GrpcCoordinatorServiceTest, MalformedLeaseRequestsAreInvalidArgument) {
   auto stub = rpc::CoordinatorService::NewStub(
       grpc::CreateChannel(lb_.server->address(), grpc::InsecureChannelCredentials()));

@@ -288,6 +288,19 @@ class FakeCoordinatorService final : public CoordinatorService {
     return Record({}, 0, {.phase = JobPhase::kRunning, .global_step = 42});
   }
   // Leases task `id` = the number of completions reported, with the path "want" or "nothing".
+  absl::Status StoreSet(absl::string_view key, absl::string_view value) override {
+    MutexLock lock(&mu_);
+    ++calls_;
+    store_[std::string(key)] = std::string(value);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> StoreGet(absl::string_view key) override {
+    MutexLock lock(&mu_);
+    ++calls_;
+    auto it = store_.find(std::string(key));
+    if (it == store_.end()) return absl::NotFoundError(absl::StrCat("no key '", key, "'"));
+    return it->second;
+  }
   absl::StatusOr<TaskLease> LeaseTask(const TaskId& task, uint64_t incarnation,
                                       absl::Span<const TaskDone> done, bool want_task) override {
     TaskLease lease;
@@ -316,6 +329,7 @@ class FakeCoordinatorService final : public CoordinatorService {
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   TaskId last_task_ ABSL_GUARDED_BY(mu_);
   uint64_t last_incarnation_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::string> store_ ABSL_GUARDED_BY(mu_);
 };
 
 // A server on 127.0.0.1:<picked> serving `ps` and `coord`, and a channel to it.
