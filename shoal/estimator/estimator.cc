@@ -157,7 +157,13 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
     // The chief initialises or restores the parameter servers; this trainer uses them.
     if (loaded_) return absl::OkStatus();
     ASSIGN_OR_RETURN(global_step_, config_.role->WaitForModel());
-    RETURN_IF_ERROR(client_->Attach(spec_));
+    if (config_.all_reduce != nullptr) {
+      // This trainer's replica starts from the checkpoint the chief announced (it saves one
+      // before announcing the model).
+      RETURN_IF_ERROR(LoadReplica());
+    } else {
+      RETURN_IF_ERROR(client_->Attach(spec_));
+    }
     loaded_ = true;
     return absl::OkStatus();
   }
@@ -183,6 +189,23 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
     RETURN_IF_ERROR(config_.role->ModelReady(global_step_, loaded_checkpoint_));
     announced_ = true;
   }
+  return absl::OkStatus();
+}
+
+absl::Status Estimator::LoadReplica() {
+  ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(config_.run.model_dir));
+  ASSIGN_OR_RETURN(const std::string latest, LatestCheckpoint(*fs, config_.run.model_dir),
+                   "run.strategy all_reduce: the chief's checkpoint to start the replica from");
+  ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(*fs, latest));
+  if (reader->step() != global_step_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run.strategy all_reduce: the chief announced the model at step ",
+                     global_step_, " but the latest checkpoint in ", config_.run.model_dir,
+                     " is of step ", reader->step(), " (do the trainers share model_dir?)"));
+  }
+  RETURN_IF_ERROR_CTX(client_->Restore(spec_, latest), "restoring ", latest);
+  loaded_checkpoint_ = latest;
+  LOG(INFO) << "Replica restored from " << latest << " (global step " << global_step_ << ")";
   return absl::OkStatus();
 }
 
@@ -346,9 +369,10 @@ absl::StatusOr<std::string> Estimator::SaveCut(FileSystem& fs) {
   // and resumes once the shards have snapshotted, not after the write. Alone, nobody else changes
   // the parameters while this trainer saves; in sync mode nobody does when every trainer takes
   // part in each update (this one has not committed the next).
-  const bool hold =
-      config_.role != nullptr && !sync() && config_.run.checkpoint_hold_timeout_secs > 0;
-  bool cut = config_.role == nullptr ||
+  // Under run.strategy all_reduce only this trainer changes its replica: the save is one cut.
+  const bool hold = config_.role != nullptr && !sync() && config_.all_reduce == nullptr &&
+                    config_.run.checkpoint_hold_timeout_secs > 0;
+  bool cut = config_.role == nullptr || config_.all_reduce != nullptr ||
              (sync() ? config_.run.sync_replicas >= config_.role->num_trainers() : hold);
   std::string data_tasks;
   const absl::Time start = absl::Now();

@@ -62,6 +62,7 @@
 
 namespace shoal {
 
+class AllReduceParameters;
 class ParameterServer;
 
 // A stream of feature batches (FeatureInput reads a config's input; tests write their own).
@@ -106,6 +107,10 @@ struct EstimatorConfig {
   std::vector<ParameterService*> parameter_shards;
   // How this process takes part in a job (job_role.h); null = alone. Not owned.
   JobRole* role = nullptr;
+  // run.strategy all_reduce: this trainer's replica of the model, kept identical to the other
+  // trainers' over their ring (all_reduce_parameters.h); it is also parameter_shards' one entry.
+  // Training then runs in lockstep with the other trainers (TrainLockstep). Not owned.
+  AllReduceParameters* all_reduce = nullptr;
   // features.label_vocabulary: the class names of PredictBatch::classes; empty = none.
   std::vector<std::string> label_vocabulary;
   // Written into every export as config.yaml (the CLI passes the job config); may be empty.
@@ -235,6 +240,15 @@ class Estimator {
   bool sync() const { return config_.run.sync_replicas > 0; }
   // Whether Train pulls the next batch during a step (run.pipeline_pull).
   bool PipelinePull() const;
+  // run.strategy all_reduce, a trainer other than the chief: restores its replica from the latest
+  // checkpoint, which must be of the step the chief announced.
+  absl::Status LoadReplica();
+  // Train's step loop under run.strategy all_reduce (estimator_lockstep.cc): every trainer takes
+  // each step together with the others, with or without a batch of its own, until none has input
+  // left or one of them stops.
+  absl::Status TrainLockstep(BatchSource& source, const std::vector<SessionRunHook*>& hooks,
+                             RunContext& context, int64_t last_step, const TrainOptions& options,
+                             TrainResult& result);
   // A model context of this model (graph and buffers of one training thread), seeded `seed`.
   std::unique_ptr<ModelContext> NewModelContext(uint64_t seed) const;
   // The suffix of an event file's name: keeps two writers of one process, or of two processes on

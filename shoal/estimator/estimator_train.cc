@@ -214,7 +214,10 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
   // last heard of (-1: none yet; the chief reports the versions in between).
   int64_t committed = 0;
   int64_t reported = -1;
-  while (true) {
+  if (config_.all_reduce != nullptr) {
+    failure = TrainLockstep(*source, hooks, context, last_step, options, result);
+  }
+  while (config_.all_reduce == nullptr) {
     if (sync()) {
       // The global step is the parameter servers' version; other trainers may have moved it on.
       absl::StatusOr<int64_t> version = WaitForSyncVersion(committed);

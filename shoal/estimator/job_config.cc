@@ -427,6 +427,8 @@ absl::Status ParseRun(const Ctx& ctx, MapReader& r, RunConfig* run) {
   RETURN_IF_ERROR(r.Read("save_histograms_steps", &run->save_histograms_steps, 0));
   RETURN_IF_ERROR(r.Read("seed", &run->seed));
   RETURN_IF_ERROR(r.Read("sync_replicas", &run->sync_replicas, 0));
+  RETURN_IF_ERROR(r.ReadEnum("strategy", &run->strategy, {"parameter_server", "all_reduce"}));
+  RETURN_IF_ERROR(r.Read("collective_timeout_secs", &run->collective_timeout_secs, 1));
   RETURN_IF_ERROR(r.ReadEnum("pipeline_pull", &run->pipeline_pull, {"auto", "on", "off"}));
   RETURN_IF_ERROR(r.Read("train_threads", &run->train_threads, 1));
   RETURN_IF_ERROR(r.Read("heartbeat_timeout_secs", &run->heartbeat_timeout_secs, 2));
@@ -442,6 +444,26 @@ absl::Status ParseRun(const Ctx& ctx, MapReader& r, RunConfig* run) {
     return r.ErrorAt("train_threads",
                      "more than 1 needs asynchronous training (sync_replicas 0); synchronous "
                      "training is for clusters, whose trainers are processes");
+  }
+  if (run->strategy == "all_reduce") {
+    // The ring keeps its trainers in lockstep: one step, one exchange, the same on every replica.
+    if (run->sync_replicas > 0) {
+      return r.ErrorAt("sync_replicas",
+                       "must be 0 with strategy all_reduce, which is synchronous by itself");
+    }
+    if (run->train_threads > 1) {
+      return r.ErrorAt("train_threads",
+                       "must be 1 with strategy all_reduce: start more workers instead");
+    }
+    if (run->pipeline_pull == "on") {
+      return r.ErrorAt("pipeline_pull",
+                       "'on' needs asynchronous training; strategy all_reduce steps in lockstep");
+    }
+    if (run->evict_unseen_steps > 0) {
+      return r.ErrorAt("evict_unseen_steps",
+                       "eviction is not supported with strategy all_reduce (the chief alone "
+                       "would evict, and the replicas would differ)");
+    }
   }
   if (run->pipeline_pull == "on" && run->sync_replicas > 0) {
     return r.ErrorAt("pipeline_pull",

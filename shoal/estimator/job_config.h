@@ -101,6 +101,15 @@ struct RunConfig {
   // SyncReplicasOptimizer): each update averages the gradients of min(N, trainers) trainers'
   // steps. docs/cluster.md, "Synchronous training".
   int sync_replicas = 0;
+  // How a cluster's trainers share the model (docs/cluster.md, "Strategies"):
+  // "parameter_server" (parameter servers hold it; asynchronous or sync_replicas) or "all_reduce"
+  // (TF's MultiWorkerMirroredStrategy: no parameter servers, every trainer holds a replica and
+  // each step's gradients are summed over a ring of the trainers, all in lockstep).
+  std::string strategy = "parameter_server";
+  // all_reduce: how long a collective (one step's exchange) waits for the other trainers before
+  // it fails with DEADLINE_EXCEEDED; also the longest the chief may pause (a checkpoint, an
+  // evaluation) while the others wait. >= 1.
+  int64_t collective_timeout_secs = 300;
   // Whether a trainer reads the next batch and pulls its parameters on a helper thread while the
   // current step computes and pushes: "auto" (on for an asynchronous trainer of a cluster whose
   // model has embedding tables; off in one process, where it would make runs non-reproducible,

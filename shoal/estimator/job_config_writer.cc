@@ -345,6 +345,8 @@ std::string JobConfigToYaml(const JobConfig& c) {
   w.Int("save_histograms_steps", r.save_histograms_steps);
   w.Int("seed", r.seed);
   w.Int("sync_replicas", r.sync_replicas);
+  w.Str("strategy", r.strategy);
+  w.Int("collective_timeout_secs", r.collective_timeout_secs);
   w.Str("pipeline_pull", r.pipeline_pull);
   w.Int("train_threads", r.train_threads);
   w.Int("heartbeat_timeout_secs", r.heartbeat_timeout_secs);

@@ -30,6 +30,7 @@
 #include "shoal/io/path.h"
 #include "shoal/launch/cluster_predict.h"
 #include "shoal/launch/member_session.h"
+#include "shoal/launch/replica_ring.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/grpc/grpc_channel.h"
 #include "shoal/rpc/grpc/grpc_coordinator_service.h"
@@ -127,7 +128,10 @@ class ClusterRole final : public JobRole {
   absl::StatusOr<StepReply> AdvanceStep(int64_t steps) override {
     // Sync training: the global step is the parameter servers' version, which only the chief
     // reports (once per version); the others only read the job's phase.
-    const bool only_read = options_.job.run.sync_replicas > 0 && !is_chief();
+    // So does all_reduce, whose trainers step together.
+    const bool only_read =
+        (options_.job.run.sync_replicas > 0 || options_.job.run.strategy == "all_reduce") &&
+        !is_chief();
     absl::StatusOr<JobState> job = only_read
                                        ? coordinator_->Heartbeat(task_, incarnation_)
                                        : coordinator_->AdvanceStep(task_, incarnation_, steps);
@@ -484,10 +488,18 @@ absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorS
   std::optional<Heartbeater> heartbeat;
   heartbeat.emplace(&coordinator, task, incarnation, options.heartbeat_interval);
   ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options, &*heartbeat));
+  std::unique_ptr<ReplicaRing> ring;
+  if (options.job.run.strategy == "all_reduce") {
+    ASSIGN_OR_RETURN(ring, JoinReplicaRing(options, &coordinator, nullptr, registered.generation));
+  }
 
   ClusterRole role(&coordinator, nullptr, task, incarnation, options);
   ASSIGN_OR_RETURN(EstimatorConfig config, MemberEstimatorConfig(options));
   config.parameter_shards = ps.shards;
+  if (ring != nullptr) {
+    config.parameter_shards = {ring->parameters.get()};
+    config.all_reduce = ring->parameters.get();
+  }
   config.role = &role;
   ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator, Estimator::Create(fs, std::move(config)));
   if (options.predicting()) {
@@ -732,6 +744,7 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
   coordinator_options.max_steps = options.job.run.max_steps;
   coordinator_options.heartbeat_timeout = options.heartbeat_timeout;
   coordinator_options.completion_timeout = options.completion_timeout;
+  coordinator_options.replicated_trainers = options.job.run.strategy == "all_reduce";
   Coordinator coordinator(coordinator_options);
   ASSIGN_OR_RETURN(const std::string address, options.cluster.Address(task));
   ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> grpc,
@@ -754,9 +767,17 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
           &coordinator, ps.shards, options.job.run.sync_replicas, options.heartbeat_interval,
           options.connect_deadline);
     }
+    std::unique_ptr<ReplicaRing> ring;
+    if (options.job.run.strategy == "all_reduce") {
+      ASSIGN_OR_RETURN(ring, JoinReplicaRing(options, &coordinator, &coordinator, generation));
+    }
     ClusterRole role(&coordinator, &coordinator, task, incarnation, options, generation);
     ASSIGN_OR_RETURN(EstimatorConfig config, MemberEstimatorConfig(options));
     config.parameter_shards = ps.shards;
+    if (ring != nullptr) {
+      config.parameter_shards = {ring->parameters.get()};
+      config.all_reduce = ring->parameters.get();
+    }
     config.role = &role;
     ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator,
                      Estimator::Create(fs, std::move(config)));
@@ -905,11 +926,45 @@ bool IsJobFailedError(const absl::Status& status) {
   return status.GetPayload(kJobFailedPayload).has_value();
 }
 
+namespace {
+
+// run.strategy against the cluster spec and the member's task.
+absl::Status CheckStrategy(const MemberOptions& options) {
+  const size_t ps = options.cluster.ps.size();
+  if (options.job.run.strategy == "all_reduce") {
+    if (ps > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "run.strategy all_reduce keeps the model on the trainers, but the cluster lists ", ps,
+          " parameter server", ps == 1 ? "" : "s", ": start it without ps (shoal launch --ps 0)"));
+    }
+    if (options.predicting()) {
+      return absl::UnimplementedError(
+          "a cluster prediction with run.strategy all_reduce is not supported yet: predict with "
+          "`shoal predict`, or with a parameter_server cluster");
+    }
+    if (options.train_input) {
+      return absl::UnimplementedError(
+          "fed sessions (tf.Session over placeholders) with run.strategy all_reduce are not "
+          "supported yet");
+    }
+    return absl::OkStatus();
+  }
+  if (ps == 0) {
+    return absl::InvalidArgumentError(
+        "cluster.ps: run.strategy parameter_server needs at least one parameter server (or "
+        "set run.strategy=all_reduce)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status RunClusterMember(const MemberOptions& options, std::ostream& out) {
   if (options.secret.size() < 16) {
     return absl::InvalidArgumentError(
         "the job secret is missing or shorter than 16 bytes (SHOAL_JOB_SECRET or --secret-file)");
   }
+  RETURN_IF_ERROR(CheckStrategy(options));
   const uint64_t incarnation = NewIncarnation();
   const TaskId task = options.cluster.task;
   LOG(INFO) << "starting " << task.ToString() << " (" << options.cluster.ps.size() << " ps, "

@@ -184,8 +184,10 @@ absl::StatusOr<std::string> NewJobSecret() {
 }
 
 absl::StatusOr<int> LaunchLocalCluster(const LaunchOptions& options) {
-  if (options.num_ps < 1 || options.num_workers < 0) {
-    return absl::InvalidArgumentError("launch: --ps must be >= 1 and --workers >= 0");
+  // --ps 0: a cluster without parameter servers (run.strategy all_reduce; the members check the
+  // strategy against the cluster).
+  if (options.num_ps < 0 || options.num_workers < 0) {
+    return absl::InvalidArgumentError("launch: --ps and --workers must be >= 0");
   }
   std::string binary = options.binary;
   if (binary.empty()) {

@@ -263,9 +263,11 @@ void AddClusterCommands(CLI::App& app, RunCommandOptions& run, LaunchCommandOpti
       "Start a local cluster (N ps, a chief and M workers) training CONFIG; exits with the "
       "chief's code",
       launch.job);
-  launch_cmd->add_option("--ps", launch.num_ps, "Parameter servers")
+  launch_cmd
+      ->add_option("--ps", launch.num_ps,
+                   "Parameter servers (0 with --set run.strategy=all_reduce: none)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+      ->check(CLI::Range(0, 64));
   launch_cmd
       ->add_option("--workers", launch.num_workers, "Workers besides the chief (which trains too)")
       ->capture_default_str()

@@ -1,0 +1,469 @@
+#include "shoal/estimator/all_reduce_parameters.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "shoal/base/logging.h"
+#include "shoal/base/status.h"
+
+namespace shoal {
+namespace {
+
+// The messages trainers exchange are this binary's own (every trainer runs the same build), in
+// the machine's byte order; they are still bounds-checked, as any input from another process.
+void AppendU64(std::string* out, uint64_t v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+template <typename T>
+void AppendSpan(std::string* out, absl::Span<const T> values) {
+  out->append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+// Reads what Append* wrote; every read is checked against the end.
+class Reader {
+ public:
+  Reader(absl::string_view bytes, int rank) : bytes_(bytes), rank_(rank) {}
+  absl::StatusOr<uint64_t> U64() {
+    uint64_t v = 0;
+    RETURN_IF_ERROR(Take(&v, sizeof(v)));
+    return v;
+  }
+  template <typename T>
+  absl::Status Values(size_t count, std::vector<T>* out) {
+    if (count > (bytes_.size() - pos_) / sizeof(T)) return Short();
+    const size_t old = out->size();
+    out->resize(old + count);
+    return Take(out->data() + old, count * sizeof(T));
+  }
+  absl::Status End() const {
+    if (pos_ != bytes_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("all_reduce: the message of trainer rank ",
+                                                     rank_, " has ", bytes_.size() - pos_,
+                                                     " bytes too many"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Take(void* dst, size_t n) {
+    if (n > bytes_.size() - pos_) return Short();
+    if (n > 0) std::memcpy(dst, bytes_.data() + pos_, n);
+    pos_ += n;
+    return absl::OkStatus();
+  }
+  absl::Status Short() const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("all_reduce: the message of trainer rank ", rank_, " is truncated"));
+  }
+  absl::string_view bytes_;
+  size_t pos_ = 0;
+  int rank_;
+};
+
+uint64_t Fnv1a(uint64_t hash, const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    hash ^= p[i];
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+}  // namespace
+
+AllReduceParameters::AllReduceParameters(ParameterService* replica, Collective* ring,
+                                         int64_t check_every)
+    : replica_(replica), ring_(ring), check_every_(check_every) {}
+
+int AllReduceParameters::TableIndex(absl::string_view table) const {
+  for (size_t i = 0; i < spec_.tables.size(); ++i) {
+    if (spec_.tables[i].name == table) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+absl::StatusOr<StepAgreement> AllReduceParameters::Agree(int64_t examples, bool want_stop) {
+  if (examples < 0) return absl::InvalidArgumentError("all_reduce: negative examples");
+  std::vector<double> sums = {static_cast<double>(examples), want_stop ? 1.0 : 0.0};
+  RETURN_IF_ERROR_CTX(ring_->AllReduceSum(absl::MakeSpan(sums)),
+                      "all_reduce: agreeing on the step with the other trainers");
+  my_examples_ = examples;
+  step_examples_ = static_cast<int64_t>(sums[0]);
+  looked_up_ = false;
+  pushed_ = false;
+  return StepAgreement{.examples = step_examples_, .stop = sums[1] > 0};
+}
+
+absl::Status AllReduceParameters::FinishStep(int64_t step) {
+  // The step's lookup (of the others' ids: this replica creates their rows too) and push.
+  if (!looked_up_) RETURN_IF_ERROR(LookupUnion({}, nullptr, {}, step - 1));
+  if (!pushed_) RETURN_IF_ERROR(Exchange({}, {}, {}, step));
+  if (check_every_ > 0 && step % check_every_ == 0) RETURN_IF_ERROR(CheckReplicas(step));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> AllReduceParameters::ReplicaChecksum() {
+  uint64_t hash = 14695981039346656037ull;
+  std::vector<std::string> names;
+  for (const DenseVariableSpec& d : spec_.dense) names.push_back(d.name);
+  std::vector<Tensor> values;
+  RETURN_IF_ERROR(replica_->PullDense(names, &values));
+  for (const Tensor& t : values) {
+    hash = Fnv1a(hash, t.data(), static_cast<size_t>(t.size()) * sizeof(float));
+  }
+  ASSIGN_OR_RETURN(const std::vector<TableStats> stats, replica_->GetTableStats());
+  for (const TableStats& s : stats) {
+    hash = Fnv1a(hash, s.name.data(), s.name.size());
+    hash = Fnv1a(hash, &s.rows, sizeof(s.rows));
+  }
+  return hash;
+}
+
+absl::Status AllReduceParameters::CheckReplicas(int64_t step) {
+  ASSIGN_OR_RETURN(const uint64_t mine, ReplicaChecksum());
+  std::string bytes;
+  AppendU64(&bytes, mine);
+  std::vector<std::string> all;
+  RETURN_IF_ERROR_CTX(ring_->AllGather(bytes, &all), "all_reduce: comparing the replicas");
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r] != all[0]) {
+      return absl::InternalError(
+          absl::StrCat("all_reduce: at step ", step, " the replica of trainer rank ", r,
+                       " differs from rank 0's (checksums of the dense values and table rows)"));
+    }
+  }
+  LOG(INFO) << "Replicas identical at step " << step << " (" << all.size() << " trainers, checksum "
+            << absl::StrCat(absl::Hex(mine, absl::kZeroPad16)) << ")";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<uint64_t>>> AllReduceParameters::GatherIds(
+    absl::Span<const TableLookup> tables) {
+  // This trainer's unique ids per table, in spec order.
+  std::vector<std::vector<uint64_t>> mine(spec_.tables.size());
+  for (const TableLookup& t : tables) {
+    const int index = TableIndex(t.table);
+    if (index < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("all_reduce: unknown table '", t.table, "'"));
+    }
+    mine[index].insert(mine[index].end(), t.ids.begin(), t.ids.end());
+  }
+  std::string message;
+  for (std::vector<uint64_t>& ids : mine) {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    AppendU64(&message, ids.size());
+    AppendSpan<uint64_t>(&message, ids);
+  }
+  std::vector<std::string> all;
+  RETURN_IF_ERROR_CTX(ring_->AllGather(message, &all),
+                      "all_reduce: gathering the step's embedding ids");
+  std::vector<std::vector<uint64_t>> merged(spec_.tables.size());
+  for (size_t r = 0; r < all.size(); ++r) {
+    Reader reader(all[r], static_cast<int>(r));
+    for (std::vector<uint64_t>& ids : merged) {
+      ASSIGN_OR_RETURN(const uint64_t n, reader.U64());
+      RETURN_IF_ERROR(reader.Values(static_cast<size_t>(n), &ids));
+    }
+    RETURN_IF_ERROR(reader.End());
+  }
+  for (std::vector<uint64_t>& ids : merged) {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  }
+  return merged;
+}
+
+absl::Status AllReduceParameters::LookupMany(absl::Span<const std::string> dense_names,
+                                             std::vector<Tensor>* dense_values,
+                                             absl::Span<const TableLookup> tables, LookupMode mode,
+                                             int64_t step) {
+  if (mode != LookupMode::kTrain) {
+    return replica_->LookupMany(dense_names, dense_values, tables, mode, step);
+  }
+  if (looked_up_) {
+    return absl::FailedPreconditionError(
+        "all_reduce: a second training lookup in one step (the trainers look up once per step)");
+  }
+  return LookupUnion(dense_names, dense_values, tables, step);
+}
+
+absl::Status AllReduceParameters::LookupUnion(absl::Span<const std::string> dense_names,
+                                              std::vector<Tensor>* dense_values,
+                                              absl::Span<const TableLookup> tables, int64_t step) {
+  looked_up_ = true;
+  ASSIGN_OR_RETURN(const std::vector<std::vector<uint64_t>> ids, GatherIds(tables));
+  // The union, looked up in training mode (every replica creates and counts the same rows), then
+  // this trainer's rows copied out of it.
+  std::vector<std::vector<float>> rows(spec_.tables.size());
+  std::vector<TableLookup> lookups;
+  for (size_t i = 0; i < spec_.tables.size(); ++i) {
+    if (ids[i].empty()) continue;
+    rows[i].resize(ids[i].size() * static_cast<size_t>(spec_.tables[i].dim));
+    lookups.push_back({spec_.tables[i].name, ids[i], absl::MakeSpan(rows[i])});
+  }
+  std::vector<Tensor> unused;
+  RETURN_IF_ERROR(replica_->LookupMany(dense_names,
+                                       dense_values != nullptr ? dense_values : &unused, lookups,
+                                       LookupMode::kTrain, step));
+  for (const TableLookup& t : tables) {
+    const int index = TableIndex(t.table);
+    const std::vector<uint64_t>& all = ids[index];
+    const size_t dim = static_cast<size_t>(spec_.tables[index].dim);
+    if (t.out.size() != t.ids.size() * dim) {
+      return absl::InvalidArgumentError(absl::StrCat("all_reduce: lookup of '", t.table,
+                                                     "': output of ", t.out.size(), " floats for ",
+                                                     t.ids.size(), " ids"));
+    }
+    for (size_t k = 0; k < t.ids.size(); ++k) {
+      const size_t at =
+          static_cast<size_t>(std::lower_bound(all.begin(), all.end(), t.ids[k]) - all.begin());
+      std::memcpy(t.out.data() + k * dim, rows[index].data() + at * dim, dim * sizeof(float));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AllReduceParameters::PushMany(absl::Span<const std::string> dense_names,
+                                           absl::Span<const Tensor> dense_grads,
+                                           absl::Span<const TablePush> tables, int64_t step) {
+  if (pushed_) {
+    return absl::FailedPreconditionError(
+        "all_reduce: a second push in one step (the trainers push once per step)");
+  }
+  // The collectives keep their order on every trainer.
+  if (!looked_up_) RETURN_IF_ERROR(LookupUnion({}, nullptr, {}, step - 1));
+  return Exchange(dense_names, dense_grads, tables, step);
+}
+
+absl::Status AllReduceParameters::Exchange(absl::Span<const std::string> dense_names,
+                                           absl::Span<const Tensor> dense_grads,
+                                           absl::Span<const TablePush> tables, int64_t step) {
+  pushed_ = true;
+  if (!has_spec_) {
+    return absl::FailedPreconditionError("all_reduce: push before Initialize or Restore");
+  }
+  if (dense_names.size() != dense_grads.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "all_reduce: ", dense_names.size(), " dense names for ", dense_grads.size(), " gradients"));
+  }
+  if (step_examples_ <= 0) {
+    return absl::FailedPreconditionError("all_reduce: a push in a step without examples");
+  }
+  // This trainer's share of the step: its gradients are of the mean loss over its batch, the
+  // update is of the mean over everybody's.
+  const float weight =
+      static_cast<float>(static_cast<double>(my_examples_) / static_cast<double>(step_examples_));
+
+  // Dense: every variable of the spec, in spec order, in one buffer (zeros for those this trainer
+  // has no gradient for).
+  std::vector<size_t> offset(spec_.dense.size() + 1, 0);
+  for (size_t i = 0; i < spec_.dense.size(); ++i) {
+    offset[i + 1] = offset[i] + static_cast<size_t>(NumElements(spec_.dense[i].shape));
+  }
+  std::vector<float> dense(offset.back(), 0.0f);
+  for (size_t k = 0; k < dense_names.size(); ++k) {
+    size_t i = 0;
+    while (i < spec_.dense.size() && spec_.dense[i].name != dense_names[k]) ++i;
+    if (i == spec_.dense.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("all_reduce: unknown dense variable '", dense_names[k], "'"));
+    }
+    const Tensor& g = dense_grads[k];
+    if (static_cast<size_t>(g.size()) != offset[i + 1] - offset[i]) {
+      return absl::InvalidArgumentError(absl::StrCat("all_reduce: gradient of '", dense_names[k],
+                                                     "' has ", g.size(), " values, expected ",
+                                                     offset[i + 1] - offset[i]));
+    }
+    for (size_t j = 0; j < offset[i + 1] - offset[i]; ++j) {
+      dense[offset[i] + j] = g.data()[j] * weight;
+    }
+  }
+  if (!dense.empty()) {
+    RETURN_IF_ERROR_CTX(ring_->AllReduceSum(absl::MakeSpan(dense)),
+                        "all_reduce: summing the dense gradients of step ", step);
+  }
+
+  // Sparse: this trainer's rows, weighted, per table in spec order; then everybody's.
+  std::string message;
+  {
+    std::vector<const TablePush*> by_table(spec_.tables.size(), nullptr);
+    for (const TablePush& t : tables) {
+      const int index = TableIndex(t.table);
+      if (index < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("all_reduce: unknown table '", t.table, "'"));
+      }
+      if (t.grads.size() != t.ids.size() * static_cast<size_t>(spec_.tables[index].dim)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("all_reduce: push to '", t.table, "': ", t.grads.size(),
+                         " gradient values for ", t.ids.size(), " ids"));
+      }
+      by_table[index] = &t;
+    }
+    std::vector<float> scaled;
+    for (const TablePush* t : by_table) {
+      if (t == nullptr) {
+        AppendU64(&message, 0);
+        continue;
+      }
+      AppendU64(&message, t->ids.size());
+      AppendSpan<uint64_t>(&message, t->ids);
+      scaled.assign(t->grads.begin(), t->grads.end());
+      for (float& v : scaled) v *= weight;
+      AppendSpan<float>(&message, scaled);
+    }
+  }
+  std::vector<std::string> all;
+  RETURN_IF_ERROR_CTX(ring_->AllGather(message, &all),
+                      "all_reduce: gathering the sparse gradients of step ", step);
+  // Per table: every trainer's (id, row) in rank order, then the rows of equal ids summed in that
+  // order -- the same arithmetic on every trainer.
+  struct Part {
+    std::vector<uint64_t> ids;
+    std::vector<float> rows;
+  };
+  std::vector<std::vector<Part>> parts(spec_.tables.size(), std::vector<Part>(all.size()));
+  for (size_t r = 0; r < all.size(); ++r) {
+    Reader reader(all[r], static_cast<int>(r));
+    for (size_t i = 0; i < spec_.tables.size(); ++i) {
+      ASSIGN_OR_RETURN(const uint64_t n, reader.U64());
+      Part& part = parts[i][r];
+      RETURN_IF_ERROR(reader.Values(static_cast<size_t>(n), &part.ids));
+      if (n > 0 && static_cast<uint64_t>(spec_.tables[i].dim) > UINT64_MAX / n) {
+        return absl::InvalidArgumentError("all_reduce: a sparse gradient too large");
+      }
+      RETURN_IF_ERROR(reader.Values(
+          static_cast<size_t>(n * static_cast<uint64_t>(spec_.tables[i].dim)), &part.rows));
+    }
+    RETURN_IF_ERROR(reader.End());
+  }
+  std::vector<std::vector<uint64_t>> merged_ids(spec_.tables.size());
+  std::vector<std::vector<float>> merged_rows(spec_.tables.size());
+  std::vector<TablePush> pushes;
+  for (size_t i = 0; i < spec_.tables.size(); ++i) {
+    const size_t dim = static_cast<size_t>(spec_.tables[i].dim);
+    std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> order;  // id, (rank, row)
+    for (size_t r = 0; r < all.size(); ++r) {
+      for (size_t k = 0; k < parts[i][r].ids.size(); ++k) {
+        order.push_back({parts[i][r].ids[k], {r, k}});
+      }
+    }
+    if (order.empty()) continue;
+    std::sort(order.begin(), order.end());
+    std::vector<uint64_t>& ids = merged_ids[i];
+    std::vector<float>& rows = merged_rows[i];
+    for (const auto& [id, where] : order) {
+      const float* row = parts[i][where.first].rows.data() + where.second * dim;
+      if (ids.empty() || ids.back() != id) {
+        ids.push_back(id);
+        rows.insert(rows.end(), row, row + dim);
+      } else {
+        float* sum = rows.data() + rows.size() - dim;
+        for (size_t j = 0; j < dim; ++j) sum[j] += row[j];
+      }
+    }
+    pushes.push_back({spec_.tables[i].name, ids, rows});
+  }
+
+  // The update: the whole spec's dense gradients and the merged rows.
+  std::vector<std::string> names;
+  std::vector<Tensor> grads;
+  names.reserve(spec_.dense.size());
+  grads.reserve(spec_.dense.size());
+  for (size_t i = 0; i < spec_.dense.size(); ++i) {
+    names.push_back(spec_.dense[i].name);
+    Tensor g(spec_.dense[i].shape);
+    std::copy(dense.begin() + static_cast<std::ptrdiff_t>(offset[i]),
+              dense.begin() + static_cast<std::ptrdiff_t>(offset[i + 1]), g.data());
+    grads.push_back(std::move(g));
+  }
+  return replica_->PushMany(names, grads, pushes, step);
+}
+
+absl::Status AllReduceParameters::Initialize(const ModelSpec& spec) {
+  RETURN_IF_ERROR(replica_->Initialize(spec));
+  spec_ = spec;
+  has_spec_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status AllReduceParameters::Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) {
+  RETURN_IF_ERROR(replica_->Restore(spec, checkpoint_dir));
+  spec_ = spec;
+  has_spec_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status AllReduceParameters::WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
+                                            absl::Span<const std::string> patterns) {
+  RETURN_IF_ERROR(replica_->WarmStart(spec, checkpoint_dir, patterns));
+  spec_ = spec;
+  has_spec_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status AllReduceParameters::PullDense(absl::Span<const std::string> names,
+                                            std::vector<Tensor>* values) {
+  return replica_->PullDense(names, values);
+}
+
+absl::Status AllReduceParameters::PushDense(absl::Span<const std::string> names,
+                                            absl::Span<const Tensor> grads, int64_t step) {
+  return PushMany(names, grads, {}, step);
+}
+
+absl::Status AllReduceParameters::Lookup(absl::string_view table, absl::Span<const uint64_t> ids,
+                                         LookupMode mode, int64_t step, absl::Span<float> out) {
+  if (mode != LookupMode::kTrain) return replica_->Lookup(table, ids, mode, step, out);
+  const TableLookup one{table, ids, out};
+  std::vector<Tensor> no_dense;
+  return LookupMany({}, &no_dense, {&one, 1}, mode, step);
+}
+
+absl::Status AllReduceParameters::PushSparse(absl::string_view table,
+                                             absl::Span<const uint64_t> ids,
+                                             absl::Span<const float> grads, int64_t step) {
+  const TablePush one{table, ids, grads};
+  return PushMany({}, {}, {&one, 1}, step);
+}
+
+absl::StatusOr<ShardFileInfo> AllReduceParameters::Save(absl::string_view checkpoint_dir) {
+  return replica_->Save(checkpoint_dir);
+}
+
+absl::Status AllReduceParameters::Snapshot(absl::string_view checkpoint_dir) {
+  return replica_->Snapshot(checkpoint_dir);
+}
+
+absl::StatusOr<ShardFileInfo> AllReduceParameters::WriteSnapshot(absl::string_view checkpoint_dir) {
+  return replica_->WriteSnapshot(checkpoint_dir);
+}
+
+absl::StatusOr<std::vector<TableStats>> AllReduceParameters::GetTableStats() {
+  return replica_->GetTableStats();
+}
+
+absl::StatusOr<std::vector<TableEviction>> AllReduceParameters::Evict(int64_t /*min_step*/) {
+  return absl::FailedPreconditionError(
+      "embedding eviction is not supported with run.strategy all_reduce (the replicas would "
+      "differ)");
+}
+
+absl::Status AllReduceParameters::SetSyncReplicas(int replicas) {
+  if (replicas == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "run.strategy all_reduce is synchronous by itself: run.sync_replicas must be 0");
+}
+
+absl::Status AllReduceParameters::CommitStep(int64_t /*step*/) { return absl::OkStatus(); }
+
+absl::StatusOr<int64_t> AllReduceParameters::WaitForVersion(int64_t version,
+                                                            absl::Duration timeout) {
+  return replica_->WaitForVersion(version, timeout);
+}
+
+}  // namespace shoal

@@ -1,0 +1,123 @@
+"""run.strategy all_reduce on real multi-process clusters over loopback (docs/cluster.md,
+"Strategies"): no parameter servers, every trainer a replica, each step's gradients summed over a
+Gloo ring of the trainers.
+
+Uses the small CSV task of job_cli_test.py (600 training rows, 2 epochs). $SHOAL_BIN is the binary
+(ctest sets it).
+"""
+import json
+import re
+
+import pytest
+
+from cluster_test import data_tasks, launch_and_kill, run
+from job_cli_test import write_job
+
+ALL_REDUCE = ["--set", "run.strategy=all_reduce"]
+
+
+def replica_checks(out):
+    """{step: {task: checksum}} from every trainer's `Replicas identical at step` lines."""
+    checks = {}
+    for task, step, checksum in re.findall(
+            r"^\[(\S+)\] .*Replicas identical at step (\d+) \(\d+ trainers, checksum (\w+)\)",
+            out, re.MULTILINE):
+        checks.setdefault(int(step), {})[task] = checksum
+    return checks
+
+
+def test_all_reduce_trains_every_record_once_per_epoch_with_identical_replicas(tmp_path):
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=10)
+    single = run("train", job.config, "--model-dir", str(tmp_path / "single"))
+    assert single.returncode == 0, single.stderr[-3000:]
+    out = run("launch", job.config, "--ps", "0", "--workers", "2", *ALL_REDUCE,
+              "--set", "input.train.split_bytes=2048", "--model-dir", str(tmp_path / "ring"))
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-5000:]
+    assert "[ps:" not in out.stdout
+    for task in ("chief:0", "worker:0", "worker:1"):
+        assert re.search(rf"\[{task}\] .*joining the ring of 3 of 3 trainers as rank", text), task
+    one = json.loads((tmp_path / "single" / "summary.json").read_text())
+    ring = json.loads((tmp_path / "ring" / "summary.json").read_text())
+    # Every record once per epoch (the data tasks of the coordinator's queue), the job's examples
+    # those of one process, and one global step per step of the three trainers together.
+    tasks = data_tasks(out.stdout)
+    assert tasks["epochs_completed"] == 2, tasks
+    assert tasks["records_per_epoch"] == [len(job.train_rows)] * 2, tasks
+    assert ring["examples"] == one["examples"] == len(job.train_rows) * 2, (one, ring)
+    assert ring["stop_reason"] == "input exhausted", ring
+    assert ring["global_step"] < one["global_step"], (one, ring)
+    # The replicas were compared at every checkpoint interval: the same checksum on every trainer.
+    checks = replica_checks(out.stdout)
+    assert checks, out.stdout[-5000:]
+    for step, by_task in checks.items():
+        assert set(by_task) == {"chief:0", "worker:0", "worker:1"}, (step, by_task)
+        assert len(set(by_task.values())) == 1, (step, by_task)
+    # Each update averages 3 batches, so this small task gets a third of one process's updates
+    # (as with run.sync_replicas): a little behind one process, but trained.
+    assert ring["metrics"]["accuracy"] >= one["metrics"]["accuracy"] - 0.05, (one, ring)
+    assert ring["metrics"]["auc"] >= one["metrics"]["auc"] - 0.05, (one, ring)
+    assert "exported: " in out.stdout
+    # The chief's checkpoints are its replica: one shard, one cut.
+    ckpt = tmp_path / "ring" / f"ckpt-{ring['global_step']}"
+    assert sorted(p.name for p in ckpt.glob("*.data")) == ["shard-00000-of-00001.data"]
+
+
+def test_the_strategy_must_match_the_cluster(tmp_path):
+    job = write_job(tmp_path / "job", tmp_path / "model")
+    with_ps = run("launch", job.config, "--ps", "1", "--workers", "0", *ALL_REDUCE,
+                  "--model-dir", str(tmp_path / "a"))
+    assert with_ps.returncode != 0
+    assert "run.strategy all_reduce keeps the model on the trainers, but the cluster lists 1 " \
+           "parameter server" in with_ps.stdout + with_ps.stderr
+    without = run("launch", job.config, "--ps", "0", "--workers", "0",
+                  "--model-dir", str(tmp_path / "b"))
+    assert without.returncode != 0
+    assert "run.strategy parameter_server needs at least one parameter server" in \
+        without.stdout + without.stderr
+    bad = run("launch", job.config, "--ps", "0", "--set", "run.strategy=all_reduce",
+              "--set", "run.sync_replicas=2", "--model-dir", str(tmp_path / "c"))
+    assert bad.returncode != 0
+    assert "run.sync_replicas: must be 0 with strategy all_reduce" in bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize("restarts", [1, 0])
+def test_a_killed_trainer_rolls_the_ring_back_and_the_job_finishes(tmp_path, restarts):
+    """worker:0 of a ring of 2 is SIGKILLed mid-training. The survivor's next collective fails at
+    once. With a restart, the new incarnation's registration rolls the cluster back and the ring
+    forms again with it; without, the coordinator declares it dead (3 s) and the chief trains on
+    in a ring of one. Either way every trainer restores the last checkpoint (with the data-task
+    queue), and the job finishes with every epoch complete, evaluated and exported."""
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
+    model_dir = tmp_path / "m"
+    code, out = launch_and_kill(job, model_dir, "worker", "--max-restarts", str(restarts),
+                                *ALL_REDUCE, "--set", "input.train.split_bytes=1024",
+                                "--set", "input.train.num_epochs=8",
+                                "--set", "run.heartbeat_timeout_secs=3",
+                                "--set", "run.collective_timeout_secs=20", ps=0)
+    assert code == 0, out[-6000:]
+    found = re.search(r"\[chief:0\] rollbacks: (\[.*\])", out)
+    assert found, out[-6000:]
+    rollbacks = json.loads(found.group(1))
+    assert len(rollbacks) >= 1, rollbacks
+    assert rollbacks[0]["reason"].startswith("worker:0 "), rollbacks
+    for r in rollbacks:
+        assert re.search(r"/ckpt-\d+$", r["checkpoint"]), r
+        assert 0 <= r["to_step"] <= r["from_step"], r
+    if restarts:
+        assert "restarting worker:0 (restart 1 of 1)" in out, out[-6000:]
+        assert re.search(r"\[worker:0\] .*joining the ring of 2 of 2 trainers as rank 1 "
+                         r"\(run.strategy all_reduce, generation [2-9]", out), out[-6000:]
+    else:
+        assert "worker:0 is dead" in out, out[-6000:]
+        assert re.search(r"\[chief:0\] .*joining the ring of 1 of 2 trainers as rank 0 "
+                         r"\(run.strategy all_reduce, generation [2-9]", out), out[-6000:]
+    tasks = data_tasks(out)
+    n = tasks["tasks_per_epoch"]
+    assert tasks["tasks_done_per_epoch"] == [n] * 8, tasks
+    assert tasks["epochs_completed"] == 8, tasks
+    assert all(r >= len(job.train_rows) for r in tasks["records_per_epoch"]), tasks
+    assert "exported: " in out, out[-3000:]
+    summary = json.loads((model_dir / "summary.json").read_text())
+    assert summary["epochs_completed"] == 8, summary
+    assert summary["metrics"]["auc"] > 0.7, summary
