@@ -42,6 +42,9 @@ absl::StatusOr<std::string> InMemoryRendezvousStore::Get(absl::string_view key,
 
 namespace {
 
+// All-reduces of this many bytes and more use Gloo's ring, smaller ones BCUBE.
+constexpr size_t kRingFromBytes = size_t{1} << 20;
+
 // A ring over a connected, authenticated Gloo context (a ring of one has none).
 class GlooCollective final : public Collective {
  public:
@@ -124,12 +127,15 @@ class GlooCollective final : public Collective {
         }
       }
       if (data.empty()) return absl::OkStatus();
-      // gloo::allreduce's ring is a reduce-scatter then an allgather: each element is summed
-      // once, by the rank owning its segment, and then copied, so every rank ends with the same
-      // bits (collective_test checks it). It was also the fastest on loopback
-      // (docs/benchmarks.md, "All-reduce over loopback").
+      // Both of Gloo's algorithms reduce-scatter then allgather: each element is summed once, by
+      // the rank owning its segment, then copied, so every rank ends with the same bits
+      // (collective_test checks it). BCUBE takes log2(n) steps each way, the ring n-1 but
+      // sends each byte only once per step: measured on loopback (docs/benchmarks.md, "All-reduce
+      // over loopback"), BCUBE wins below ~1 MiB, the ring from there on.
       gloo::AllreduceOptions options(context_);
-      options.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+      options.setAlgorithm(data.size() * sizeof(T) < kRingFromBytes
+                               ? gloo::AllreduceOptions::Algorithm::BCUBE
+                               : gloo::AllreduceOptions::Algorithm::RING);
       options.setOutput(data.data(), data.size());
       options.setReduceFunction(
           static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<T>));
