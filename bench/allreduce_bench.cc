@@ -1,9 +1,10 @@
 // allreduce_bench: all-reduce over loopback for issue 21 -- which Gloo algorithm Collective uses,
 // and how far it is from what the loopback can carry. Rings of 2 and 4 ranks as threads of this
-// process (a real deployment has one rank per machine: here every rank shares this machine's
-// cores and memory bandwidth, so the figures are a floor, not a network measurement).
+// process, then as processes (a real deployment has one rank per machine: here every rank shares
+// this machine's cores and memory bandwidth, so the figures are a floor, not a network
+// measurement).
 //
-//   build/bench/allreduce_bench [--max_mib 64] [--ranks 2,4]
+//   build/bench/allreduce_bench [--max_mib 64] [--ranks 2,4] [--processes 1]
 //
 // 1. The loopback limit: one thread streams 1 GiB through a TCP connection on 127.0.0.1 to
 //    another (1 MiB writes), in GB/s.
@@ -22,12 +23,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <random>
@@ -116,27 +119,35 @@ struct Result {
   bool identical = false;
 };
 
-// Runs `make`'s all-reduce on every rank: one checked call, then `rounds` rounds of `calls` timed
-// ones; the fastest round counts (the machine is shared: slower rounds measure the neighbours).
+// One rank's part of a measurement: one call whose result is left in `data` (compared across
+// ranks), then `rounds` rounds of `calls` timed calls. Returns the fastest round's seconds per call
+// (the machine is shared: slower rounds measure the neighbours).
+double MeasureRank(const Runner& run, std::vector<float>& data, int calls, int rounds,
+                   const std::shared_ptr<gloo::Context>& context) {
+  run();
+  std::vector<float> first = data;
+  double best = 1e30;
+  for (int round = 0; round < rounds; ++round) {
+    gloo::BarrierOptions barrier(context);
+    gloo::barrier(barrier);
+    const absl::Time start = absl::Now();
+    for (int i = 0; i < calls; ++i) run();
+    best = std::min(best, absl::ToDoubleSeconds(absl::Now() - start) / calls);
+  }
+  data = std::move(first);
+  return best;
+}
+
+// Runs `make`'s all-reduce on every rank of a ring of threads.
 Result Measure(int size, const MakeRunner& make, size_t count, int calls, int rounds,
                const std::vector<std::shared_ptr<gloo::Context>>& contexts) {
   std::vector<std::vector<float>> data(size);
   Result result;
-  result.seconds_per_call = 1e30;
   OnRanks(size, [&](int rank) {
     data[rank] = Values(rank, count);
-    Runner run = make(rank, data[rank]);
-    run();  // warm-up, and the result compared across ranks below
-    std::vector<float> first = data[rank];
-    for (int round = 0; round < rounds; ++round) {
-      gloo::BarrierOptions barrier(contexts[rank]);
-      gloo::barrier(barrier);
-      const absl::Time start = absl::Now();
-      for (int i = 0; i < calls; ++i) run();
-      const double seconds = absl::ToDoubleSeconds(absl::Now() - start) / calls;
-      if (rank == 0) result.seconds_per_call = std::min(result.seconds_per_call, seconds);
-    }
-    data[rank] = std::move(first);
+    const double seconds =
+        MeasureRank(make(rank, data[rank]), data[rank], calls, rounds, contexts[rank]);
+    if (rank == 0) result.seconds_per_call = seconds;
   });
   result.identical = true;
   for (int rank = 1; rank < size; ++rank) {
@@ -145,20 +156,123 @@ Result Measure(int size, const MakeRunner& make, size_t count, int calls, int ro
   return result;
 }
 
+// A store in a directory, for rings of processes on this machine: one file per key, written
+// under a temporary name and renamed; Get polls every millisecond.
+class DirectoryRendezvousStore final : public RendezvousStore {
+ public:
+  explicit DirectoryRendezvousStore(std::string directory) : directory_(std::move(directory)) {}
+  absl::Status Set(absl::string_view key, absl::string_view value) override {
+    const std::string path = Path(key);
+    const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
+    FILE* file = std::fopen(temporary.c_str(), "wb");
+    CHECK(file != nullptr);
+    CHECK(std::fwrite(value.data(), 1, value.size(), file) == value.size());
+    CHECK(std::fclose(file) == 0);
+    CHECK(std::rename(temporary.c_str(), path.c_str()) == 0);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> Get(absl::string_view key, absl::Duration timeout) override {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (true) {
+      if (FILE* file = std::fopen(Path(key).c_str(), "rb")) {
+        std::string value;
+        char buffer[4096];
+        for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0;)
+          value.append(buffer, n);
+        std::fclose(file);
+        return value;
+      }
+      if (absl::Now() > deadline) return absl::DeadlineExceededError(absl::StrCat("key ", key));
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+
+ private:
+  std::string Path(absl::string_view key) const {
+    std::string name(key);
+    std::replace(name.begin(), name.end(), '/', '_');
+    return absl::StrCat(directory_, "/", name);
+  }
+  const std::string directory_;
+};
+
+// One rank of a ring of processes: Collective::AllReduceSum at every size; rank 0 prints the rows.
+void ProcessRank(int rank, int size, const std::string& directory, size_t max_bytes) {
+  DirectoryRendezvousStore store(directory);
+  CollectiveOptions options{.rank = rank, .size = size, .secret = "bench", .scope = "gloo/"};
+  auto context = collective_internal::ConnectGlooContext(store, options);
+  CHECK(context.ok()) << context.status();
+  options.scope = "collective/";
+  auto collective = Collective::Connect(store, options);
+  CHECK(collective.ok()) << collective.status();
+  for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
+    const size_t count = bytes / sizeof(float);
+    const int calls = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / bytes, 2, 100));
+    std::vector<float> data = Values(rank, count);
+    const double seconds = MeasureRank(
+        [&] { CHECK((*collective)->AllReduceSum(absl::MakeSpan(data)).ok()); }, data, calls,
+        /*rounds=*/3, *context);
+    const std::string bits(reinterpret_cast<const char*>(data.data()), bytes);
+    CHECK(store.Set(absl::StrCat("result/", bytes, "/", rank), bits).ok());
+    if (rank != 0) continue;
+    bool identical = true;
+    for (int other = 1; other < size; ++other) {
+      auto theirs = store.Get(absl::StrCat("result/", bytes, "/", other), absl::Seconds(60));
+      CHECK(theirs.ok()) << theirs.status();
+      identical &= *theirs == bits;
+    }
+    const double alg = bytes / seconds / 1e9;
+    std::printf("%-17s %9zu %11.1f %9.3f %9.3f %9s\n", "collective", bytes, seconds * 1e6, alg,
+                alg * 2 * (size - 1) / size, identical ? "yes" : "NO");
+    std::fflush(stdout);
+  }
+}
+
+// Rings of `size` processes forked from this one (which has no other thread running by then).
+void MeasureProcesses(int size, size_t max_bytes) {
+  char directory[] = "/tmp/allreduce_bench.XXXXXX";
+  CHECK(mkdtemp(directory) != nullptr);
+  std::printf("%d ranks (processes)\n", size);
+  std::printf("%-17s %9s %11s %9s %9s %9s\n", "algorithm", "bytes", "us/call", "alg_GB/s",
+              "bus_GB/s", "identical");
+  std::fflush(stdout);
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < size; ++rank) {
+    const pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      ProcessRank(rank, size, directory, max_bytes);
+      std::fflush(stdout);
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank process " << pid << " failed";
+  }
+  std::filesystem::remove_all(directory);
+  std::printf("\n");
+}
+
 int Main(int argc, char** argv) {
   int max_mib = 64;
+  bool processes = true;
   std::vector<int> ring_sizes = {2, 4};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--max_mib") {
       CHECK(absl::SimpleAtoi(argv[i + 1], &max_mib));
+    } else if (flag == "--processes") {
+      processes = std::string(argv[i + 1]) != "0";
     } else if (flag == "--ranks") {
       ring_sizes.clear();
       for (absl::string_view part : absl::StrSplit(argv[i + 1], ',')) {
         CHECK(absl::SimpleAtoi(part, &ring_sizes.emplace_back()));
       }
     } else {
-      std::fprintf(stderr, "usage: allreduce_bench [--max_mib N] [--ranks 2,4]\n");
+      std::fprintf(stderr, "usage: allreduce_bench [--max_mib N] [--ranks 2,4] [--processes 1]\n");
       return 2;
     }
   }
@@ -225,6 +339,9 @@ int Main(int argc, char** argv) {
       }
     }
     std::printf("\n");
+  }
+  if (processes) {
+    for (int size : ring_sizes) MeasureProcesses(size, (size_t{1} << 20) * max_mib);
   }
   return 0;
 }
