@@ -15,7 +15,8 @@
 //      ring_chunked        gloo::AllreduceRingChunked
 //      halving_doubling    gloo::AllreduceHalvingDoubling
 //      ring_legacy         gloo::AllreduceRing (each rank sums in its own order)
-//    reporting the time per call (the fastest of 3 rounds of up to 100 calls), the algorithm
+//    reporting the time per call (the fastest of 3 rounds of up to 100 calls, after 500 untimed
+//    calls of 4 KiB on each new ring), the algorithm
 //    bandwidth (bytes / time) and the bus bandwidth (alg x 2(n-1)/n, what each rank's link carries
 //    in a ring), and whether every rank ended with the same bits (values of very different
 //    magnitudes, so the order of additions shows).
@@ -119,6 +120,21 @@ struct Result {
   bool identical = false;
 };
 
+// The first few hundred calls on fresh connections are several times slower (seen whichever
+// algorithm ran first on a ring); every ring runs these untimed calls before any measurement.
+void WarmUp(const std::shared_ptr<gloo::Context>& context, Collective& collective) {
+  std::vector<float> data(1024, 1.0f);
+  for (int i = 0; i < 500; ++i) {
+    CHECK(collective.AllReduceSum(absl::MakeSpan(data)).ok());
+    gloo::AllreduceOptions options(context);
+    options.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    options.setOutput(data.data(), data.size());
+    options.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    gloo::allreduce(options);
+  }
+}
+
 // One rank's part of a measurement: one call whose result is left in `data` (compared across
 // ranks), then `rounds` rounds of `calls` timed calls. Returns the fastest round's seconds per call
 // (the machine is shared: slower rounds measure the neighbours).
@@ -205,6 +221,7 @@ void ProcessRank(int rank, int size, const std::string& directory, size_t max_by
   options.scope = "collective/";
   auto collective = Collective::Connect(store, options);
   CHECK(collective.ok()) << collective.status();
+  WarmUp(*context, **collective);
   for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / sizeof(float);
     const int calls = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / bytes, 2, 100));
@@ -292,6 +309,7 @@ int Main(int argc, char** argv) {
       auto collective = Collective::Connect(store, options);
       CHECK(collective.ok()) << collective.status();
       collectives[rank] = *std::move(collective);
+      WarmUp(contexts[rank], *collectives[rank]);
     });
     auto new_style = [&](gloo::AllreduceOptions::Algorithm algorithm) -> MakeRunner {
       return [&contexts, algorithm](int rank, std::vector<float>& data) -> Runner {
