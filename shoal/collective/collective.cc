@@ -7,7 +7,6 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
-#include "gloo/allgather.h"
 #include "gloo/allgatherv.h"
 #include "gloo/allreduce.h"
 #include "gloo/barrier.h"
@@ -41,6 +40,9 @@ absl::StatusOr<std::string> InMemoryRendezvousStore::Get(absl::string_view key,
 }
 
 namespace {
+
+// All-reduces of this many bytes and more use Gloo's ring, smaller ones BCUBE.
+constexpr size_t kRingFromBytes = size_t{1} << 20;
 
 // A ring over a connected, authenticated Gloo context (a ring of one has none).
 class GlooCollective final : public Collective {
@@ -124,12 +126,15 @@ class GlooCollective final : public Collective {
         }
       }
       if (data.empty()) return absl::OkStatus();
-      // gloo::allreduce's ring is a reduce-scatter then an allgather: each element is summed
-      // once, by the rank owning its segment, and then copied, so every rank ends with the same
-      // bits (collective_test checks it). It was also the fastest on loopback
-      // (docs/benchmarks.md, "All-reduce over loopback").
+      // Both of Gloo's algorithms reduce-scatter then allgather: each element is summed once, by
+      // the rank owning its segment, then copied, so every rank ends with the same bits
+      // (collective_test checks it). BCUBE takes log2(n) steps each way, the ring n-1 but
+      // sends each byte only once per step: measured on loopback (docs/benchmarks.md, "All-reduce
+      // over loopback"), BCUBE wins below ~1 MiB, the ring from there on.
       gloo::AllreduceOptions options(context_);
-      options.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+      options.setAlgorithm(data.size() * sizeof(T) < kRingFromBytes
+                               ? gloo::AllreduceOptions::Algorithm::BCUBE
+                               : gloo::AllreduceOptions::Algorithm::RING);
       options.setOutput(data.data(), data.size());
       options.setReduceFunction(
           static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<T>));
@@ -140,16 +145,20 @@ class GlooCollective final : public Collective {
     });
   }
 
-  // Every rank's `count`, in rank order.
+  // Every rank's `count`, in rank order. An all-reduce (BCUBE: log2(n) steps) of a vector holding
+  // each rank's count in its own place, not gloo::allgather: that is a ring of n-1 steps, which
+  // cost milliseconds per call on 4 ranks (docs/benchmarks.md). Integer sums are exact.
   std::vector<int64_t> GatherCounts(size_t count) {
-    int64_t mine = static_cast<int64_t>(count);
-    std::vector<int64_t> counts(size_);
-    gloo::AllgatherOptions options(context_);
-    options.setInput(&mine, 1);
+    std::vector<int64_t> counts(size_, 0);
+    counts[rank_] = static_cast<int64_t>(count);
+    gloo::AllreduceOptions options(context_);
+    options.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
     options.setOutput(counts.data(), counts.size());
+    options.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<int64_t>));
     options.setTag(NextTag());
     options.setTimeout(timeout_);
-    gloo::allgather(options);
+    gloo::allreduce(options);
     return counts;
   }
 
