@@ -99,6 +99,40 @@ def test_four_python_processes_train_evaluate_export_and_exit(tmp_path):
     assert len(exports) == 1 and (exports[0] / "export.json").exists()
 
 
+def test_multi_worker_mirrored_strategy_trains_without_parameter_servers(tmp_path):
+    """RunConfig(train_distribute=tf.distribute.experimental.MultiWorkerMirroredStrategy()) with a
+    TF_CONFIG that lists no ps, as TF's multi-worker tutorial: the chief and the worker train in
+    lockstep as one ring (run.strategy all_reduce), exactly two epochs over the data tasks, and the
+    evaluator evaluates and the chief exports."""
+    data = tmp_path / "data"
+    data.mkdir()
+    write_data(data, 200, 6, 3)
+    script = tmp_path / "main.py"
+    script.write_text(SCRIPT.replace(
+        "config=tf.estimator.RunConfig(save_checkpoints_steps=20)",
+        "config=tf.estimator.RunConfig(save_checkpoints_steps=20, train_distribute="
+        "tf.distribute.experimental.MultiWorkerMirroredStrategy())"))
+    model_dir = tmp_path / "model"
+    codes, texts = run_cluster([sys.executable, str(script), str(data), str(model_dir)],
+                               tmp_path, with_ps=False)
+    assert codes == {"chief": 0, "worker": 0, "evaluator": 0}, \
+        "\n".join(f"--- {t} (exit {codes.get(t)}):\n{texts[t][-3000:]}" for t in texts)
+    for task in ("chief", "worker"):
+        assert "joining the ring of 2 of 2 trainers" in texts[task], texts[task][-3000:]
+    result = json.loads(next(line for line in texts["chief"].splitlines()
+                             if line.startswith("RESULT "))[len("RESULT "):])
+    assert result["auc"] > 0.7, result
+    with open(model_dir / "summary.json") as f:
+        summary = json.load(f)
+    assert summary["examples"] == 2 * 6 * 200  # exactly two epochs over the data tasks
+    assert summary["epochs_completed"] == 2
+    # Both trainers run every step together: each one's hooks see every global step.
+    steps = {t: int(next(line for line in texts[t].splitlines() if line.startswith("STEPS "))[6:])
+             for t in ("chief", "worker")}
+    assert steps == {"chief": summary["global_step"], "worker": summary["global_step"]}, steps
+    assert "Replicas identical at step" in texts["worker"], texts["worker"][-3000:]
+
+
 def test_shoal_launch_python_starts_the_script_in_every_role(tmp_path):
     """`shoal launch --python main.py`: the launcher makes the ports, the secret and each task's
     TF_CONFIG, as it does for `shoal run` members."""

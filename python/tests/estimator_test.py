@@ -694,3 +694,30 @@ def test_a_cluster_refuses_inputs_that_live_in_one_process(tmp_path, monkeypatch
     assert written == ["generator-0.txt", "generator-1.txt"]
     assert (tmp_path / "m" / "inputs" / "chief-0" / "generator-0.txt").read_text().count(
         "\n") == 100
+
+
+def test_strategies_map_to_run_strategy_and_others_are_refused(monkeypatch):
+    """RunConfig(train_distribute=...): MultiWorkerMirroredStrategy is run.strategy all_reduce
+    (with its timeout), ParameterServerStrategy the default; one-machine strategies and foreign
+    objects are refused, naming what to use."""
+    monkeypatch.setenv("TF_CONFIG", json.dumps(
+        {"cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1"]},
+         "task": {"type": "worker", "index": 0}}))
+    options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=45)
+    mwms = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    assert mwms.num_replicas_in_sync == 3
+    with mwms.scope():
+        config = tf.estimator.RunConfig(train_distribute=mwms, eval_distribute=mwms)
+    run = config.run_section()
+    assert run["strategy"] == "all_reduce" and run["collective_timeout_secs"] == 45, run
+    assert config.num_ps_replicas == 0 and config.num_worker_replicas == 3
+    ps = tf.estimator.RunConfig(
+        train_distribute=tf.distribute.experimental.ParameterServerStrategy())
+    assert ps.run_section()["strategy"] == "parameter_server"
+    assert "strategy" not in tf.estimator.RunConfig().run_section()
+    with pytest.raises(NotImplementedError, match="MirroredStrategy"):
+        tf.distribute.MirroredStrategy()
+    with pytest.raises(NotImplementedError, match="MultiWorkerMirroredStrategy"):
+        tf.estimator.RunConfig(train_distribute=object())
+    with pytest.raises(ValueError, match="timeout_seconds"):
+        tf.distribute.experimental.CommunicationOptions(timeout_seconds=0)

@@ -234,6 +234,13 @@ def spark_mode(cluster, workdir, package, config, data, predict_input):
         {"name": "predict", "function": "predict", "dataframes": {"dataframe": predict_frame},
          "kwargs": {"config": config.name, "num_workers": 1, "num_ps": 1, "passthrough": ["id"],
                     "model_dir": str(workdir / "model-spark"), "timeout_secs": 240}},
+        # num_ps=0, as TensorFlowOnSpark's MultiWorkerMirroredStrategy jobs: run.strategy
+        # all_reduce, the chief and the worker one ring.
+        {"name": "all_reduce", "dataframes": {"train_data": criteo("part-0000[0-1].txt", 4),
+                                              "eval_data": criteo("part-00003.txt", 2)},
+         "kwargs": {"config": config.name, "num_workers": 1, "num_ps": 0, "evaluator": False,
+                    "input_mode": "spark", "model_dir": str(workdir / "model-all-reduce"),
+                    "timeout_secs": 300}},
         {"name": "untrained", "function": "predict", "dataframes": {"dataframe": predict_frame},
          "kwargs": {"config": config.name, "num_workers": 1, "num_ps": 1,
                     "model_dir": str(workdir / "model-untrained"), "timeout_secs": 120}},
@@ -254,6 +261,12 @@ def test_trains_on_dataframes_in_spark_mode_and_removes_the_staged_files(spark_m
     assert re.search(r"staged eval_data: 5000 rows of 2 Spark partitions into 2 part files",
                      driver_log)
     assert os.listdir(workdir / "model-spark" / "spark-staging") == []
+
+
+def test_trains_without_parameter_servers_when_num_ps_is_0(spark_mode, workdir, data):
+    summary = trained_summary(spark_mode.results["all_reduce"], data, 30000)
+    assert (workdir / "model-all-reduce" / summary["checkpoint"].rsplit("/", 1)[-1] /
+            "shard-00000-of-00001.data").is_file(), summary
 
 
 def single_process_scores(config, model_dir, path):

@@ -38,9 +38,13 @@ def test_members_are_ps_then_chief_then_workers_then_evaluator():
     assert [m.name for m in plan_members(1, 0, False)] == ["ps:0", "chief:0"]
     assert describe(members) == "2 ps, 1 chief, 3 workers, 1 evaluator"
     assert describe(plan_members(1, 1, False)) == "1 ps, 1 chief, 1 worker"
+    # num_ps=0: no parameter servers (run.strategy all_reduce), as TensorFlowOnSpark's.
+    assert [m.name for m in plan_members(0, 1, False)] == ["chief:0", "worker:0"]
+    assert describe(plan_members(0, 1, False)) == "1 chief, 1 worker"
 
 
-@pytest.mark.parametrize("num_ps, num_workers", [(0, 1), (1, -1), (1.5, 1), (True, 1), (1, "2")])
+@pytest.mark.parametrize("num_ps, num_workers",
+                         [(-1, 1), (1, -1), (1.5, 1), (True, 1), (1, "2")])
 def test_bad_member_counts_are_refused(num_ps, num_workers):
     with pytest.raises(ValueError, match="num_ps|num_workers"):
         plan_members(num_ps, num_workers, True)

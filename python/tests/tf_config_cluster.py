@@ -19,16 +19,20 @@ def free_ports(n):
     return ports
 
 
-def run_cluster(command, log_dir, cwd=None, deadline_secs=240):
+def run_cluster(command, log_dir, cwd=None, deadline_secs=240, with_ps=True):
     """Starts `command` (a list) once per role with its TF_CONFIG and one SHOAL_JOB_SECRET;
     returns ({role: exit code}, {role: log text}) once all exit or the deadline passes (then the
-    survivors are killed)."""
+    survivors are killed). Without `with_ps`, TF_CONFIG lists no ps (MultiWorkerMirroredStrategy)
+    and no ps process starts."""
     ps, chief, worker = (f"127.0.0.1:{p}" for p in free_ports(3))
     # As in TF, the evaluator is not in "cluster": it only names itself in "task".
     cluster = {"ps": [ps], "chief": [chief], "worker": [worker]}
+    if not with_ps:
+        del cluster["ps"]
     env = dict(os.environ, SHOAL_JOB_SECRET=secrets.token_hex(16))
     procs, logs = {}, {}
-    for task in ("ps", "chief", "worker", "evaluator"):
+    for task in ("ps", "chief", "worker", "evaluator") if with_ps else \
+            ("chief", "worker", "evaluator"):
         tf_config = {"cluster": cluster, "task": {"type": task, "index": 0}}
         logs[task] = open(os.path.join(log_dir, f"{task}.log"), "w+")
         procs[task] = subprocess.Popen(

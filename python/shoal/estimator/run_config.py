@@ -14,8 +14,6 @@ class TaskType:
     EVALUATOR = "evaluator"
 
 
-_UNSUPPORTED = ("train_distribute", "device_fn", "eval_distribute", "experimental_distribute",
-                "experimental_max_worker_delay_secs")
 
 
 class RunConfig:
@@ -43,12 +41,22 @@ class RunConfig:
                 raise ValueError(f"RunConfig: {name} must be an integer >= 0, got {value!r}")
         if log_step_count_steps is not None and log_step_count_steps < 1:
             raise ValueError("RunConfig: log_step_count_steps must be >= 1")
-        for name, value in (("train_distribute", train_distribute), ("device_fn", device_fn),
-                            ("eval_distribute", eval_distribute),
+        for name, value in (("device_fn", device_fn),
                             ("experimental_distribute", experimental_distribute)):
             if value is not None:
                 raise NotImplementedError(f"RunConfig: {name} is not supported (shoal's cluster "
                                           "comes from TF_CONFIG: docs/python.md)")
+        from shoal import distribute
+        for name, value in (("train_distribute", train_distribute),
+                            ("eval_distribute", eval_distribute)):
+            if value is not None and not isinstance(value, distribute._Strategy):
+                raise NotImplementedError(
+                    f"RunConfig: {name}={value!r} is not supported: pass "
+                    "tf.distribute.MultiWorkerMirroredStrategy() (all-reduce, no parameter "
+                    "servers) or tf.distribute.experimental.ParameterServerStrategy() (docs/python.md)")
+        # eval_distribute changes nothing: evaluation runs in the evaluator (or the chief).
+        self.train_distribute = train_distribute
+        self.eval_distribute = eval_distribute
         self.model_dir = model_dir
         self.tf_random_seed = tf_random_seed
         self.save_summary_steps = save_summary_steps
@@ -91,6 +99,8 @@ class RunConfig:
                "log_step_count_steps": self.log_step_count_steps}
         if self.tf_random_seed is not None:
             run["seed"] = int(self.tf_random_seed)
+        if self.train_distribute is not None:
+            run.update(self.train_distribute.run_settings())
         return run
 
     def replace(self, **kwargs):

@@ -27,9 +27,9 @@ class Member(NamedTuple):
 def plan_members(num_ps: int, num_workers: int, evaluator: bool) -> List[Member]:
     """The job's members in partition order. `num_workers` counts the workers besides the chief,
     which trains too (as in `shoal launch --workers`)."""
-    if isinstance(num_ps, bool) or not isinstance(num_ps, int) or num_ps < 1:
-        raise ValueError(f"num_ps must be an integer >= 1 (a job needs a parameter server), "
-                         f"got {num_ps!r}")
+    if isinstance(num_ps, bool) or not isinstance(num_ps, int) or num_ps < 0:
+        raise ValueError(f"num_ps must be an integer >= 0 (0: no parameter servers, "
+                         f"run.strategy all_reduce), got {num_ps!r}")
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
         raise ValueError(f"num_workers must be an integer >= 0 (the workers besides the chief, "
                          f"which trains too), got {num_workers!r}")

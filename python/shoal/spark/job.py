@@ -295,6 +295,11 @@ def run(spark, config: str, num_workers: int, num_ps: int, evaluator: bool = Tru
                          f"train on")
     check_config_arg(config, what_call)
     members = plan_members(num_ps, num_workers, evaluator)
+    if num_ps == 0:
+        # As TensorFlowOnSpark's num_ps=0 with MultiWorkerMirroredStrategy: the trainers hold the
+        # model and all-reduce each step's gradients (docs/spark.md).
+        overrides = dict(overrides or {})
+        overrides.setdefault("run.strategy", "all_reduce")
     set_flags(overrides)  # bad keys fail before anything starts
     what = describe(members)
     launch = Launch(shoal_binary, log_dir, timeout_secs, slot_wait_secs, slot_settle_secs,

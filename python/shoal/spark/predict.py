@@ -111,6 +111,10 @@ def predict(spark, config: str, dataframe, num_workers: int, num_ps: int, *,
         passthrough = [passthrough]
     passthrough = list(passthrough)
     staging.require_columns(dataframe.schema, passthrough, what_call, "passthrough names")
+    if num_ps == 0:
+        raise ValueError(f"{what_call}: num_ps must be >= 1: a cluster prediction serves the "
+                         f"checkpoint from parameter servers (run.strategy all_reduce predicts "
+                         f"with `shoal predict` instead)")
     members = plan_members(num_ps, num_workers, evaluator)
     overrides = dict(overrides or {})
     set_flags(overrides)

@@ -7,6 +7,7 @@
     tf.data               TFRecordDataset, TextLineDataset, experimental.make_csv_dataset
     tf.io                 parse_single_example, parse_example, decode_csv, FixedLenFeature, ...
     tf.errors             the engine's exceptions (InvalidArgumentError is a ValueError)
+    tf.distribute         MultiWorkerMirroredStrategy (all-reduce), ParameterServerStrategy
     tf.float32, tf.int64, tf.string, ...; tf.placeholder; tf.logging; tf.app.run
 
 Inside a model_fn (traced into a graph the engine runs; docs/python.md, "Porting a TF1 program"):
@@ -24,7 +25,7 @@ import logging as _logging
 import sys as _sys
 import types as _types
 
-from shoal import data, errors, estimator, feature_column, nn, train  # noqa: F401
+from shoal import data, distribute, errors, estimator, feature_column, nn, train  # noqa: F401
 from shoal.data import (decode_csv, parse_example, parse_single_example,  # noqa: F401
                         string_split, string_to_hash_bucket_fast)
 from shoal.dtypes import (bool, double, float16, float32, float64, half, int8,  # noqa: F401,A004
