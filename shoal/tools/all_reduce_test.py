@@ -121,3 +121,14 @@ def test_a_killed_trainer_rolls_the_ring_back_and_the_job_finishes(tmp_path, res
     summary = json.loads((model_dir / "summary.json").read_text())
     assert summary["epochs_completed"] == 8, summary
     assert summary["metrics"]["auc"] > 0.7, summary
+
+
+def test_fashion_mnist_on_a_ring_of_two_reaches_the_parameter_server_accuracy(tmp_path):
+    """The issue's quality bar: examples/fashion_mnist (Debian's dataset-fashion-mnist, 3 epochs)
+    with all_reduce on the chief and one worker reaches the PS cluster's 0.85 test accuracy."""
+    out = run("launch", "examples/fashion_mnist/config.yaml", "--ps", "0", "--workers", "1",
+              *ALL_REDUCE, "--model-dir", str(tmp_path / "m"))
+    assert out.returncode == 0, (out.stdout + out.stderr)[-5000:]
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert summary["examples"] == 3 * 60000, summary
+    assert summary["metrics"]["accuracy"] >= 0.85, summary
