@@ -538,7 +538,7 @@ def test_the_job_secret_appears_in_no_log_ui_or_command_line(training, failing, 
                                                              cluster):
     secrets = training.secrets + failing.secrets + spark_mode.secrets
     assert len(training.secrets) == 1 and len(failing.secrets) == 3, secrets
-    assert len(spark_mode.secrets) == 3, secrets  # predict's jobs have theirs too
+    assert len(spark_mode.secrets) == 4, secrets  # predict's jobs and num_ps=0's have theirs
     # It did reach the members: their environment held it while they ran.
     held = [env for env in training.seen["environ"].values()
             if f"SHOAL_JOB_SECRET={training.secrets[0]}".encode() in env.split(b"\0")]

@@ -243,6 +243,16 @@ class Estimator {
   // run.strategy all_reduce, a trainer other than the chief: restores its replica from the latest
   // checkpoint, which must be of the step the chief announced.
   absl::Status LoadReplica();
+  // The body of every training step (the single loop, the extra training threads, lockstep):
+  // on a prepared step of `ctx` (its lookups made), runs the model_fn, validates its spec,
+  // back-propagates and pushes the gradients as update `step` (under the push gate, where
+  // `after_push` runs too). `before_model` runs first (the pipelined pull starts there). With
+  // `check_loss`, a NaN or infinite loss fails the step before anything is pushed. Returns the
+  // loss. The caller ends the step (ctx.EndStep()), also after an error.
+  absl::StatusOr<float> RunTrainStep(ModelContext& ctx, const FeatureBatch& batch,
+                                     PreparedStep& prepared, int64_t step, bool check_loss,
+                                     const std::function<void()>& before_model,
+                                     const std::function<void()>& after_push);
   // Train's step loop under run.strategy all_reduce (estimator_lockstep.cc): every trainer takes
   // each step together with the others, with or without a batch of its own, until none has input
   // left or one of them stops.

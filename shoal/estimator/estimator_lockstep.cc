@@ -14,7 +14,6 @@
 #include "shoal/base/status.h"
 #include "shoal/estimator/all_reduce_parameters.h"
 #include "shoal/estimator/estimator.h"
-#include "shoal/nn/autodiff.h"
 
 namespace shoal {
 
@@ -71,15 +70,8 @@ absl::Status Estimator::TrainLockstep(BatchSource& source,
     absl::Status status = [&]() -> absl::Status {
       if (have) {
         RETURN_IF_ERROR(ctx.Prepare(batch, Mode::kTrain, global_step_, client_.get(), &prepared));
-        ctx.BeginPreparedStep(batch, client_.get(), &prepared);
-        absl::StatusOr<EstimatorSpec> spec =
-            config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);
-        RETURN_IF_ERROR(ctx.status());
-        RETURN_IF_ERROR(spec.status());
-        RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
-        nn::Backward(spec->loss);
-        RETURN_IF_ERROR(ctx.PushGradients(step));
-        context.loss = spec->loss->value[0];
+        ASSIGN_OR_RETURN(context.loss, RunTrainStep(ctx, batch, prepared, step,
+                                                    /*check_loss=*/false, nullptr, nullptr));
       }
       return ring.FinishStep(step);
     }();

@@ -284,21 +284,16 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
     failure = [&]() -> absl::Status {
       RETURN_IF_ERROR(prepare);
       ctx.WantHistograms(histograms);
-      ctx.BeginPreparedStep(batch, client_.get(), &prepared);
-      if (pipeline && (last_step == 0 || step < last_step)) start_lookahead();
-      absl::StatusOr<EstimatorSpec> spec =
-          config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);
-      RETURN_IF_ERROR(ctx.status());
-      RETURN_IF_ERROR(spec.status());
-      RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
-      nn::Backward(spec->loss);
-      {
-        ReaderMutexLock gate(&push_gate_);
-        RETURN_IF_ERROR(ctx.PushGradients(step));
-        if (threads > 1) shared.Completed(batch.batch_size);
-      }
+      ASSIGN_OR_RETURN(context.loss, RunTrainStep(
+                                         ctx, batch, prepared, step, /*check_loss=*/false,
+                                         [&] {
+                                           if (pipeline && (last_step == 0 || step < last_step))
+                                             start_lookahead();
+                                         },
+                                         [&] {
+                                           if (threads > 1) shared.Completed(batch.batch_size);
+                                         }));
       if (sync()) RETURN_IF_ERROR_CTX(client_->CommitStep(step), "committing the step");
-      context.loss = spec->loss->value[0];
       if (histograms) histogram_values = ctx.TakeHistograms();
       return absl::OkStatus();
     }();
@@ -419,25 +414,10 @@ void Estimator::TrainOnThread(int index, BatchSource& source, TrainThreads& shar
     absl::Status status = [&]() -> absl::Status {
       RETURN_IF_ERROR(next);
       RETURN_IF_ERROR(ctx.Prepare(batch, Mode::kTrain, step, client_.get(), &prepared));
-      ctx.BeginPreparedStep(batch, client_.get(), &prepared);
-      absl::StatusOr<EstimatorSpec> spec =
-          config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);
-      RETURN_IF_ERROR(ctx.status());
-      RETURN_IF_ERROR(spec.status());
-      RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
-      const float loss = spec->loss->value[0];
-      if (!std::isfinite(loss)) {
-        // NanLossHook's check, for the steps the hooks do not see.
-        return absl::InvalidArgumentError(
-            absl::StrCat("the loss is ", loss,
-                         " (NaN loss during training): lower the learning rate or check "
-                         "the input for bad values"));
-      }
-      nn::Backward(spec->loss);
-      ReaderMutexLock gate(&push_gate_);
-      RETURN_IF_ERROR(ctx.PushGradients(step));
-      shared.Completed(batch.batch_size);
-      return absl::OkStatus();
+      // NanLossHook's check, for the steps the hooks do not see.
+      return RunTrainStep(ctx, batch, prepared, step, /*check_loss=*/true, nullptr,
+                          [&] { shared.Completed(batch.batch_size); })
+          .status();
     }();
     ctx.EndStep();
     if (!status.ok()) {
@@ -445,6 +425,30 @@ void Estimator::TrainOnThread(int index, BatchSource& source, TrainThreads& shar
       return;
     }
   }
+}
+
+absl::StatusOr<float> Estimator::RunTrainStep(ModelContext& ctx, const FeatureBatch& batch,
+                                              PreparedStep& prepared, int64_t step, bool check_loss,
+                                              const std::function<void()>& before_model,
+                                              const std::function<void()>& after_push) {
+  ctx.BeginPreparedStep(batch, client_.get(), &prepared);
+  if (before_model) before_model();
+  absl::StatusOr<EstimatorSpec> spec =
+      config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);
+  RETURN_IF_ERROR(ctx.status());
+  RETURN_IF_ERROR(spec.status());
+  RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
+  const float loss = spec->loss->value[0];
+  if (check_loss && !std::isfinite(loss)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the loss is ", loss,
+        " (NaN loss during training): lower the learning rate or check the input for bad values"));
+  }
+  nn::Backward(spec->loss);
+  ReaderMutexLock gate(&push_gate_);
+  RETURN_IF_ERROR(ctx.PushGradients(step));
+  if (after_push) after_push();
+  return loss;
 }
 
 bool Estimator::PipelinePull() const {
