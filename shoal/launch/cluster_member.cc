@@ -29,6 +29,9 @@
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
 #include "shoal/launch/cluster_predict.h"
+#include "shoal/launch/cluster_role.h"
+#include "shoal/launch/member_input.h"
+#include "shoal/launch/member_roles.h"
 #include "shoal/launch/member_session.h"
 #include "shoal/launch/replica_ring.h"
 #include "shoal/ps/parameter_server.h"
@@ -39,418 +42,7 @@
 #include "shoal/worker/parameter_client.h"
 
 namespace shoal {
-namespace {
-
-// The completion stage in which the evaluator evaluates the final checkpoint for the chief.
-constexpr char kFinalEvaluationStage[] = "final evaluation";
-// Where the evaluator reports it (under model_dir).
-constexpr char kFinalEvaluationFile[] = "eval/final_evaluation.json";
-
-// The trainers' JobRole over the coordinator (local in the chief, a stub elsewhere).
-class ClusterRole final : public JobRole {
- public:
-  // `generation`: the chief's, from Coordinator::WaitForCluster (unused by workers).
-  ClusterRole(CoordinatorService* coordinator, Coordinator* local, TaskId task,
-              uint64_t incarnation, const MemberOptions& options, int64_t generation = 0)
-      : coordinator_(coordinator),
-        local_(local),
-        task_(task),
-        incarnation_(incarnation),
-        generation_(generation),
-        options_(options) {}
-
-  bool is_chief() const override { return task_.role == TaskRole::kChief; }
-  int num_trainers() const override { return options_.cluster.num_trainers(); }
-
-  // Chief: the train input's data tasks, queued by the coordinator when the model is ready (with
-  // the queue state of the checkpoint the model was restored from).
-  // `restore_state`: whether the queue resumes from the state the checkpoint keeps (training) or
-  // starts afresh (a prediction, whose tasks are not the checkpoint's).
-  void SetDataTasks(std::vector<InputTask> tasks, TaskQueueOptions options,
-                    bool restore_state = true) {
-    data_tasks_ = std::move(tasks);
-    queue_options_ = options;
-    restore_task_state_ = restore_state;
-  }
-
-  absl::Status ModelReady(int64_t global_step, const std::string& checkpoint) override {
-    if (local_ != nullptr && data_tasks_.has_value()) {
-      std::string state;
-      if (!checkpoint.empty() && restore_task_state_) {
-        ASSIGN_OR_RETURN(state, DataTaskState(checkpoint));
-      }
-      RETURN_IF_ERROR(local_->SetDataTasks(*data_tasks_, queue_options_, state));
-    }
-    if (local_ != nullptr) {
-      return local_->SetModelReadyIn(generation_, global_step, checkpoint).status();
-    }
-    return coordinator_->SetModelReady(global_step, checkpoint).status();
-  }
-
-  absl::StatusOr<int64_t> HoldTrainers(absl::Duration deadline) override {
-    if (local_ == nullptr) return -1;
-    ASSIGN_OR_RETURN(const Coordinator::HoldInfo hold, local_->HoldTrainers(deadline));
-    return hold.global_step;
-  }
-
-  bool ReleaseTrainers() override {
-    if (local_ == nullptr) return true;
-    const std::vector<TaskId> left = local_->ReleaseTrainers();
-    return left.empty();
-  }
-
-  std::string CheckpointExtraJson() const override {
-    return local_ != nullptr ? local_->DataTaskStateJson() : std::string();
-  }
-
-  absl::StatusOr<int64_t> WaitForModel() override {
-    const absl::Time deadline = absl::Now() + options_.connect_deadline;
-    while (true) {
-      ASSIGN_OR_RETURN(JobState state, coordinator_->Heartbeat(task_, incarnation_));
-      if (state.model_ready) return state.global_step;
-      if (state.phase == JobPhase::kFailed) {
-        return JobFailedError(
-            absl::StrCat("before the chief made the model ready: ", state.message));
-      }
-      if (state.phase == JobPhase::kDone) {
-        return absl::AbortedError(
-            absl::StrCat("the job ended before the chief made the model ready: ", state.message));
-      }
-      if (absl::Now() > deadline) {
-        return absl::DeadlineExceededError(
-            absl::StrCat("the chief did not initialise the parameter servers within ",
-                         absl::FormatDuration(options_.connect_deadline)));
-      }
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-  }
-
-  absl::StatusOr<StepReply> AdvanceStep(int64_t steps) override {
-    // Sync training: the global step is the parameter servers' version, which only the chief
-    // reports (once per version); the others only read the job's phase.
-    // So does all_reduce, whose trainers step together.
-    const bool only_read =
-        (options_.job.run.sync_replicas > 0 || options_.job.run.strategy == "all_reduce") &&
-        !is_chief();
-    absl::StatusOr<JobState> job = only_read
-                                       ? coordinator_->Heartbeat(task_, incarnation_)
-                                       : coordinator_->AdvanceStep(task_, incarnation_, steps);
-    ASSIGN_OR_RETURN(JobState state, std::move(job));
-    StepReply reply;
-    reply.global_step = state.global_step;
-    if (state.phase != JobPhase::kRunning) {
-      reply.stop = true;
-      reply.stop_reason = absl::StrCat("the job is ", JobPhaseName(state.phase));
-      if (options_.job.run.max_steps > 0 && state.global_step >= options_.job.run.max_steps) {
-        reply.stop_reason = "max_steps";
-      }
-    }
-    return reply;
-  }
-
-  absl::StatusOr<int64_t> FinishTraining(int64_t examples) override {
-    ASSIGN_OR_RETURN(JobState state, coordinator_->ReportDone(task_, incarnation_, examples));
-    if (local_ == nullptr) return state.global_step;
-    // The chief: every other trainer's last push is in before the final checkpoint.
-    LOG(INFO) << "chief: training done; waiting for the workers to finish";
-    RETURN_IF_ERROR(local_->EnterCompletionStage("final pushes"));
-    RETURN_IF_ERROR_CTX(local_->WaitForRegistration(options_.connect_deadline),
-                        "completion: final pushes");
-    RETURN_IF_ERROR_CTX(
-        local_->WaitForTrainersDone(options_.heartbeat_timeout + options_.connect_deadline),
-        "completion: final pushes");
-    RETURN_IF_ERROR(coordinator_->RequestStop().status());
-    ASSIGN_OR_RETURN(state, coordinator_->GetState());
-    job_examples_ = 0;
-    for (const TaskStatus& t : local_->Tasks()) {
-      if (t.task.role == TaskRole::kChief || t.task.role == TaskRole::kWorker) {
-        job_examples_ += t.examples;
-      }
-    }
-    if (std::optional<TaskQueueStats> stats = local_->DataTaskStats(); stats.has_value()) {
-      job_epochs_ = stats->epochs_completed;
-    }
-    return state.global_step;
-  }
-
-  absl::Status CompletionStage(const std::string& stage) override {
-    if (local_ == nullptr) return absl::OkStatus();
-    if (stage == kFinalEvaluationStage) {
-      // A report left by an earlier run of this model_dir must not pass for this one's.
-      ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(FinalEvaluationPath()));
-      absl::Status deleted = fs->DeleteFile(FinalEvaluationPath());
-      if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
-    }
-    return local_->EnterCompletionStage(stage);
-  }
-
-  bool HasEvaluator() const override {
-    if (local_ == nullptr) return false;
-    const std::vector<TaskStatus> tasks = local_->Tasks();
-    return tasks.back().registered && tasks.back().live;  // evaluator:0 comes last
-  }
-
-  absl::StatusOr<std::optional<RemoteEvaluation>> AwaitFinalEvaluation(
-      int64_t global_step) override {
-    if (!HasEvaluator()) return std::optional<RemoteEvaluation>();
-    LOG(INFO) << "chief: waiting for the evaluator's evaluation of the final checkpoint (global "
-                 "step "
-              << global_step << ")";
-    const std::string path = FinalEvaluationPath();
-    ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
-    const absl::Time deadline = absl::Now() + options_.completion_timeout;
-    while (true) {
-      if (absl::StatusOr<std::string> text = ReadFileToString(*fs, path); text.ok()) {
-        const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-        if (j.is_object() && j.value("global_step", int64_t{-1}) == global_step &&
-            j.contains("metrics") && j["metrics"].is_object()) {
-          RemoteEvaluation remote;
-          remote.global_step = global_step;
-          remote.examples = j.value("examples", int64_t{0});
-          remote.checkpoint = j.value("checkpoint", std::string());
-          for (const auto& [name, value] : j["metrics"].items()) {
-            if (value.is_number()) remote.metrics[name] = value.get<double>();
-          }
-          if (j.contains("exports") && j["exports"].is_array()) {
-            for (const nlohmann::json& e : j["exports"]) {
-              if (e.is_string()) remote.exports.push_back(e.get<std::string>());
-            }
-          }
-          return std::optional<RemoteEvaluation>(std::move(remote));
-        }
-      }
-      // A PS lost now rolls the cluster back (the coordinator has cleared the completion stage,
-      // so the evaluator will not report): this generation ends, the next one restores the
-      // final checkpoint and asks the evaluator again.
-      if (local_->CheckForFailures() != generation_) {
-        return absl::AbortedError(
-            absl::StrCat("waiting for the evaluator's evaluation of the final checkpoint: ",
-                         local_->Rollbacks().back().reason, "; the cluster rolls back"));
-      }
-      if (!HasEvaluator()) {
-        LOG(WARNING) << "chief: the evaluator is gone; evaluating the final checkpoint here";
-        return std::optional<RemoteEvaluation>();
-      }
-      if (absl::Now() > deadline) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            "the evaluator did not report its evaluation of the final checkpoint (global step ",
-            global_step, ") within ", absl::FormatDuration(options_.completion_timeout)));
-      }
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-  }
-
-  int64_t JobExamples() const override { return job_examples_; }
-  int64_t JobEpochsCompleted() const override { return job_epochs_; }
-
- private:
-  std::string FinalEvaluationPath() const {
-    return JoinPath(options_.job.run.model_dir, kFinalEvaluationFile);
-  }
-
-  // The "data_tasks" the checkpoint's manifest keeps ("" when it has none: static input then).
-  static absl::StatusOr<std::string> DataTaskState(const std::string& checkpoint) {
-    ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(checkpoint));
-    ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader,
-                     CheckpointReader::Open(*fs, checkpoint));
-    const nlohmann::json extra =
-        nlohmann::json::parse(reader->extra_json(), nullptr, /*allow_exceptions=*/false);
-    if (!extra.is_object() || !extra.contains("data_tasks")) return std::string();
-    return extra["data_tasks"].dump();
-  }
-
-  int64_t job_examples_ = -1;
-  int64_t job_epochs_ = -1;
-  std::optional<std::vector<InputTask>> data_tasks_;
-  TaskQueueOptions queue_options_;
-  bool restore_task_state_ = true;
-  CoordinatorService* coordinator_;
-  Coordinator* local_;
-  TaskId task_;
-  uint64_t incarnation_;
-  int64_t generation_;
-  const MemberOptions& options_;
-};
-
-// Sync training, on the chief: keeps the parameter servers' replica count at the number of
-// trainers that can still commit -- min(run.sync_replicas, trainers live and not done, plus those
-// not registered yet during the first `registration_grace`), at least 1 -- so that a dead,
-// finished or never started trainer does not stall the others (a dead one stalls them until the
-// coordinator declares it dead, heartbeat_timeout). Sends it to every shard at start and then
-// every `interval`, also when unchanged: a shard that missed a call, or raced with the Estimator's
-// initial setting, is put right at the next one.
-class SyncReplicasKeeper {
- public:
-  SyncReplicasKeeper(const Coordinator* coordinator, std::vector<ParameterService*> shards,
-                     int sync_replicas, absl::Duration interval, absl::Duration registration_grace)
-      : coordinator_(coordinator),
-        client_(std::move(shards)),
-        sync_replicas_(sync_replicas),
-        interval_(interval),
-        registration_deadline_(absl::Now() + registration_grace) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~SyncReplicasKeeper() {
-    {
-      MutexLock lock(&mu_);
-      stop_ = true;
-    }
-    cv_.SignalAll();
-    thread_.join();
-  }
-
- private:
-  // The replica count the coordinator's view of the trainers calls for, and why (for the log).
-  int Replicas(std::string* why) const {
-    const bool expect_unregistered = absl::Now() < registration_deadline_;
-    int can_commit = 0;
-    std::vector<std::string> gone;
-    for (const TaskStatus& t : coordinator_->Tasks()) {
-      if (t.task.role != TaskRole::kChief && t.task.role != TaskRole::kWorker) continue;
-      if (t.registered ? t.live && !t.done : expect_unregistered) {
-        ++can_commit;
-      } else {
-        gone.push_back(absl::StrCat(t.task.ToString(), !t.registered ? " never registered"
-                                                       : t.done      ? " is done"
-                                                                     : " is dead"));
-      }
-    }
-    *why = gone.empty() ? "every trainer is running" : absl::StrJoin(gone, ", ");
-    return std::max(1, std::min(sync_replicas_, can_commit));
-  }
-
-  void Loop() {
-    int last = -1;
-    MutexLock lock(&mu_);
-    while (!stop_) {
-      mu_.Unlock();
-      std::string why;
-      const int replicas = Replicas(&why);
-      const absl::Status set = client_.SetSyncReplicas(replicas);
-      if (!set.ok()) {
-        LOG(WARNING) << "chief: setting " << replicas << " sync replicas: " << set;
-      } else if (replicas != last) {
-        if (last >= 0) {
-          LOG(INFO) << "chief: sync training now aggregates " << replicas << " trainer"
-                    << (replicas == 1 ? "" : "s") << " per step (" << why << ")";
-        }
-        last = replicas;
-      }
-      mu_.Lock();
-      cv_.WaitWithTimeout(&mu_, interval_);
-    }
-  }
-
-  const Coordinator* coordinator_;
-  ParameterClient client_;  // only for its every-shard SetSyncReplicas
-  const int sync_replicas_;
-  const absl::Duration interval_;
-  const absl::Time registration_deadline_;
-  Mutex mu_;
-  CondVar cv_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
-
-// A trainer's Estimator config: the feature layout of the train input, or, in a prediction, of
-// the input being scored (a prediction needs no training data).
-absl::StatusOr<EstimatorConfig> MemberEstimatorConfig(const MemberOptions& options) {
-  FileSystems& fs = DefaultFileSystems();
-  if (options.train_input) {
-    return EstimatorConfigFromSchema(
-        fs, options.job, GlobalModelRegistry(),
-        {.schema = options.train_schema, .name = "the fed input", .require_label = false});
-  }
-  if (!options.predicting()) return EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry());
-  ASSIGN_OR_RETURN(const InputConfig input,
-                   PredictionInputFromJob(options.job, options.predict_input));
-  return EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry(),
-                                {.input = input, .name = "input.predict", .require_label = false});
-}
-
-// The size of every file of `input`, summed.
-absl::StatusOr<uint64_t> InputBytes(FileSystems& fs, const InputConfig& input) {
-  ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandFilePatterns(fs, input.files));
-  uint64_t total = 0;
-  for (const std::string& file : files) {
-    ASSIGN_OR_RETURN(FileSystem * file_system, fs.For(file));
-    ASSIGN_OR_RETURN(const uint64_t size, file_system->GetFileSize(file));
-    total += size;
-  }
-  return total;
-}
-
-// The job's input for this trainer: its static share of the train input's tasks. Text input
-// that is not split yet is split so that every trainer gets some.
-absl::StatusOr<InputConfig> TrainerInput(FileSystems& fs, const MemberOptions& options, int trainer,
-                                         int trainers, bool* has_tasks) {
-  InputConfig input = options.job.train_input;
-  const bool text = input.format != "tfrecord" && input.format != "fashion_mnist";
-  if (trainers > 1 && text && input.split_bytes == 0) {
-    ASSIGN_OR_RETURN(const uint64_t total, InputBytes(fs, input));
-    input.split_bytes = std::max<uint64_t>(4096, total / (4 * static_cast<uint64_t>(trainers)));
-  }
-  if (input.format == "fashion_mnist") {
-    *has_tasks = true;  // FeatureInput splits IDX files by image ranges, one per trainer
-    return input;
-  }
-  StaticTaskOptions tasks = input.TaskOptions();
-  tasks.shard_num = trainers;
-  tasks.shard_index = trainer;
-  const RecordFormat format =
-      input.format == "tfrecord" ? RecordFormat::kTFRecord : RecordFormat::kText;
-  absl::StatusOr<std::unique_ptr<StaticTaskSource>> source =
-      StaticTaskSource::Create(fs, tasks, format);
-  *has_tasks = source.ok();
-  if (!source.ok() && !absl::IsNotFound(source.status())) return source.status();
-  return input;
-}
-
-// Whether the trainers lease the train input from the coordinator's data-task queue: in
-// asynchronous training, for every format but fashion_mnist (whose IDX files keep their static
-// image ranges per trainer). Synchronous training keeps static shares: a trainer waiting for a
-// task that another trainer holds would hold back the version that trainer waits for.
-bool LeasedInput(const MemberOptions& options) {
-  return options.job.train_input.format != "fashion_mnist" && options.job.run.sync_replicas == 0;
-}
-
-// One epoch of `input` (named `name` in errors) cut into data tasks for the coordinator's queue:
-// the files, or for text input that is not split yet, byte ranges of about an eighth of a
-// trainer's share (at least 64 KiB), so that trainers of different speeds even out.
-absl::StatusOr<std::vector<InputTask>> EpochTasks(FileSystems& fs, const MemberOptions& options,
-                                                  const InputConfig& input, const char* name) {
-  StaticTaskOptions tasks = input.TaskOptions();
-  tasks.num_epochs = 1;
-  tasks.shuffle_files = false;
-  const bool text = input.format != "tfrecord";
-  if (text && tasks.split_bytes == 0) {
-    ASSIGN_OR_RETURN(const uint64_t total, InputBytes(fs, input));
-    const auto trainers = static_cast<uint64_t>(options.cluster.num_trainers());
-    tasks.split_bytes = std::max<uint64_t>(64 << 10, total / (8 * trainers));
-  }
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<StaticTaskSource> source,
-      StaticTaskSource::Create(fs, tasks, text ? RecordFormat::kText : RecordFormat::kTFRecord),
-      name);
-  std::vector<InputTask> out;
-  for (const DataTask& t : source->epoch_tasks()) {
-    out.push_back({.path = t.path, .begin = t.begin, .end = t.end});
-  }
-  return out;
-}
-
-// The queue's figures as one JSON object, for the chief's output and tests.
-std::string DataTaskSummary(const TaskQueueStats& stats) {
-  nlohmann::json j;
-  j["tasks_per_epoch"] = stats.tasks_per_epoch;
-  j["epochs_completed"] = stats.epochs_completed;
-  j["records_per_epoch"] = stats.records_per_epoch;
-  j["tasks_done_per_epoch"] = stats.tasks_done_per_epoch;
-  j["duplicate_completions"] = stats.duplicate_completions;
-  j["released"] = stats.released;
-  j["tasks_by_trainer"] = stats.tasks_by_holder;
-  return j.dump();
-}
+namespace launch_internal {
 
 absl::Status RunPs(const MemberOptions& options, uint64_t incarnation) {
   FileSystems& fs = DefaultFileSystems();
@@ -471,6 +63,8 @@ absl::Status RunPs(const MemberOptions& options, uint64_t incarnation) {
   grpc->Stop(absl::Seconds(5));
   return status;
 }
+
+namespace {
 
 // One incarnation of a worker: register, train, wait for the job's end.
 absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorService& coordinator,
@@ -547,6 +141,8 @@ absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorS
   return WaitForJobEnd(&coordinator, task, incarnation, options, /*register_again=*/false);
 }
 
+}  // namespace
+
 // A worker: incarnations until the job ends. After a failure it rejoins with a new incarnation
 // when the cluster rolled back (a PS was lost) or the chief restarted.
 absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
@@ -576,6 +172,8 @@ absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
   }
 }
 
+namespace {
+
 // The evaluator's evaluation of the final checkpoint, for the chief: written in the completion's
 // final-evaluation stage, read by ClusterRole::AwaitFinalEvaluation.
 absl::Status ReportFinalEvaluation(FileSystem& fs, const std::string& model_dir,
@@ -590,6 +188,8 @@ absl::Status ReportFinalEvaluation(FileSystem& fs, const std::string& model_dir,
             << " reported to the chief";
   return WriteFileAtomically(fs, JoinPath(model_dir, kFinalEvaluationFile), j.dump(2) + "\n");
 }
+
+}  // namespace
 
 // The evaluator: evaluates every new checkpoint of model_dir (at most every eval.throttle_secs,
 // after eval.start_delay_secs) in its own process, with its own in-process copy of the model,
@@ -687,230 +287,7 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
   }
 }
 
-// The rollbacks as one JSON array, for the chief's output and tests.
-std::string RollbackSummary(const std::vector<Coordinator::Rollback>& rollbacks) {
-  nlohmann::json all = nlohmann::json::array();
-  for (const Coordinator::Rollback& r : rollbacks) {
-    nlohmann::json j;
-    j["generation"] = r.generation;
-    j["reason"] = r.reason;
-    j["from_step"] = r.from_step;
-    j["to_step"] = r.to_step;
-    j["steps_lost"] = r.to_step >= 0 ? r.from_step - r.to_step : -1;
-    j["checkpoint"] = r.checkpoint;
-    j["recovery_seconds"] = r.to_step >= 0 ? absl::ToDoubleSeconds(r.resumed - r.began) : -1.0;
-    all.push_back(std::move(j));
-  }
-  return all.dump();
-}
-
-// The chief's generation `generation` failed with `failure`: true when the cluster rolls back
-// (now, or once the coordinator declares a lost PS dead, which it waits for when `failure` may
-// come from one).
-bool WaitForRollback(Coordinator& coordinator, int64_t generation, const MemberOptions& options,
-                     const absl::Status& failure) {
-  const absl::Time deadline =
-      absl::Now() + (MayBeRollback(failure)
-                         ? options.heartbeat_timeout + 2 * options.heartbeat_interval
-                         : absl::ZeroDuration());
-  while (true) {
-    if (coordinator.CheckForFailures() != generation) return true;
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-}
-
-// Before a prediction: a checkpoint to predict with, and an output directory without a finished
-// prediction (created when missing).
-absl::Status CheckPredictionJob(const MemberOptions& options) {
-  FileSystems& fs = DefaultFileSystems();
-  const std::string& model_dir = options.job.run.model_dir;
-  ASSIGN_OR_RETURN(FileSystem * model_fs, fs.For(model_dir), "model_dir");
-  absl::StatusOr<std::string> latest = LatestCheckpoint(*model_fs, model_dir);
-  if (absl::IsNotFound(latest.status())) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no checkpoint in model_dir ", model_dir, "; train the model first"));
-  }
-  RETURN_IF_ERROR(latest.status());
-  ASSIGN_OR_RETURN(FileSystem * out_fs, fs.For(options.predict_output), "--predict-output");
-  return PreparePredictionOutput(*out_fs, options.predict_output);
-}
-
-absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::ostream& out) {
-  FileSystems& fs = DefaultFileSystems();
-  const TaskId task = options.cluster.task;
-  CoordinatorOptions coordinator_options;
-  coordinator_options.cluster = options.cluster;
-  coordinator_options.max_steps = options.job.run.max_steps;
-  coordinator_options.heartbeat_timeout = options.heartbeat_timeout;
-  coordinator_options.completion_timeout = options.completion_timeout;
-  coordinator_options.replicated_trainers = options.job.run.strategy == "all_reduce";
-  Coordinator coordinator(coordinator_options);
-  ASSIGN_OR_RETURN(const std::string address, options.cluster.Address(task));
-  ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> grpc,
-                   GrpcServer::Start(address, ServerOptionsOf(options), nullptr, &coordinator));
-  LOG(INFO) << "chief: coordinator at " << address;
-
-  // One generation of the job: wait for the cluster, load the model (restoring the parameter
-  // servers from the last checkpoint), train, evaluate, export. Sets `generation`.
-  int64_t generation = 0;
-  auto run_generation = [&]() -> absl::Status {
-    generation = coordinator.CheckForFailures();
-    RETURN_IF_ERROR(coordinator.Register(task, incarnation).status());
-    Heartbeater heartbeat(&coordinator, task, incarnation, options.heartbeat_interval);
-    ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options, /*watch=*/nullptr));
-    ASSIGN_OR_RETURN(generation, coordinator.WaitForCluster(options.connect_deadline),
-                     "chief: before loading the model");
-    std::unique_ptr<SyncReplicasKeeper> sync_keeper;
-    if (options.job.run.sync_replicas > 0) {
-      sync_keeper = std::make_unique<SyncReplicasKeeper>(
-          &coordinator, ps.shards, options.job.run.sync_replicas, options.heartbeat_interval,
-          options.connect_deadline);
-    }
-    std::unique_ptr<ReplicaRing> ring;
-    if (options.job.run.strategy == "all_reduce") {
-      ASSIGN_OR_RETURN(ring, JoinReplicaRing(options, &coordinator, &coordinator, generation));
-    }
-    ClusterRole role(&coordinator, &coordinator, task, incarnation, options, generation);
-    ASSIGN_OR_RETURN(EstimatorConfig config, MemberEstimatorConfig(options));
-    config.parameter_shards = ps.shards;
-    if (ring != nullptr) {
-      config.parameter_shards = {ring->parameters.get()};
-      config.all_reduce = ring->parameters.get();
-    }
-    config.role = &role;
-    ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator,
-                     Estimator::Create(fs, std::move(config)));
-    if (options.predicting()) {
-      ASSIGN_OR_RETURN(const InputConfig input,
-                       PredictionInputFromJob(options.job, options.predict_input));
-      ASSIGN_OR_RETURN(std::vector<InputTask> tasks,
-                       EpochTasks(fs, options, input, "input.predict"));
-      role.SetDataTasks(std::move(tasks), {.num_epochs = 1, .shuffle = false},
-                        /*restore_state=*/false);
-      ASSIGN_OR_RETURN(const int64_t rows, PredictLeasedTasks(*estimator, options, input,
-                                                              &coordinator, task, incarnation));
-      RETURN_IF_ERROR(role.FinishTraining(rows).status());
-      RETURN_IF_ERROR(FinishClusterPrediction(coordinator, *estimator, options, out));
-      if (std::optional<TaskQueueStats> stats = coordinator.DataTaskStats(); stats.has_value()) {
-        out << "data tasks: " << DataTaskSummary(*stats) << "\n";
-      }
-      out.flush();
-      return role.CompletionStage("shutdown");
-    }
-    const int trainers = options.cluster.num_trainers();
-    InputConfig input = options.job.train_input;
-    FeatureInput::Options shard;
-    if (options.train_input) {
-      // The caller's own batches (a fed session): no data tasks to hand out.
-    } else if (LeasedInput(options)) {
-      ASSIGN_OR_RETURN(std::vector<InputTask> tasks,
-                       EpochTasks(fs, options, options.job.train_input, "input.train"));
-      role.SetDataTasks(std::move(tasks), {.num_epochs = input.num_epochs,
-                                           .shuffle = input.shuffle_files,
-                                           .seed = input.pipeline.seed});
-      shard.leased = std::make_shared<LeasedTaskSource>(&coordinator, task, incarnation);
-    } else {
-      bool has_tasks = false;
-      ASSIGN_OR_RETURN(input, TrainerInput(fs, options, 0, trainers, &has_tasks));
-      if (!has_tasks) {
-        return absl::InvalidArgumentError(
-            "input.train: the chief's share of the input is empty (fewer input tasks than "
-            "trainers); use more files, or split_bytes for text input");
-      }
-      shard.shard_num = trainers;
-      shard.shard_index = 0;
-    }
-    TrainSpec train;
-    train.input = options.train_input
-                      ? options.train_input
-                      : InputFromConfig(fs, options.job.features, input, "input.train", shard);
-    train.max_steps = options.job.run.max_steps;
-    train.hooks = options.train_hooks;
-    train.saving_listeners = options.saving_listeners;
-    ASSIGN_OR_RETURN(TrainAndEvaluateResult result,
-                     TrainAndEvaluate(*estimator, train, EvalSpecFromJob(fs, options.job)));
-    out << absl::StrFormat("trained: global_step %d, %d examples on the chief, %.1f s (%s)\n",
-                           result.train.global_step, result.train.examples, result.wall_seconds,
-                           result.train.stop_reason);
-    if (result.final_eval.has_value()) {
-      out << "final evaluation (" << result.final_eval->examples << " examples):\n";
-      for (const auto& [name, value] : result.final_eval->metrics) {
-        out << absl::StrFormat("  %-16s %.4f\n", name, value);
-      }
-    }
-    for (const std::string& path : result.exports) out << "exported: " << path << "\n";
-    if (std::optional<TaskQueueStats> stats = coordinator.DataTaskStats(); stats.has_value()) {
-      out << "data tasks: " << DataTaskSummary(*stats) << "\n";
-    }
-    if (const std::vector<Coordinator::Rollback> rollbacks = coordinator.Rollbacks();
-        !rollbacks.empty()) {
-      out << "rollbacks: " << RollbackSummary(rollbacks) << "\n";
-    }
-    out << "summary: " << JoinPath(options.job.run.model_dir, "summary.json") << "\n";
-    out.flush();
-    return role.CompletionStage("shutdown");
-  };
-  // A prediction fails at once without a model to predict with or into a finished output (not
-  // after waiting for a rollback); the other tasks learn it when they register.
-  absl::Status status = options.predicting() ? CheckPredictionJob(options) : absl::OkStatus();
-  if (!status.ok()) {
-    // The others learn the failure when they register, so wait for them a while (a loaded
-    // machine took over 5 s to start a worker: it then found no chief and was killed, instead of
-    // exiting 3).
-    coordinator.Register(task, incarnation).IgnoreError();
-    coordinator.WaitForRegistration(std::min(options.connect_deadline, absl::Seconds(20)))
-        .IgnoreError();
-  }
-  // A chief killed after it ended the job is started again by its launcher; the others may have
-  // seen the end and exited: this chief only tells those still running.
-  bool ended_before = false;
-  if (status.ok()) {
-    absl::StatusOr<bool> ended = JobEndRecorded(options);
-    if (!ended.ok()) LOG(WARNING) << "chief: reading " << kJobEndFile << ": " << ended.status();
-    ended_before = ended.ok() && *ended;
-  }
-  if (ended_before) {
-    LOG(WARNING) << "chief: job " << options.job_id << " ended successfully before this chief "
-                 << "started (" << JoinPath(options.job.run.model_dir, kJobEndFile)
-                 << "); telling the tasks still running";
-  }
-  // Generations until one ends the job; a failed one is followed by another when the cluster
-  // rolls back.
-  while (status.ok() && !ended_before) {
-    status = run_generation();
-    if (status.ok() || !WaitForRollback(coordinator, generation, options, status)) break;
-    incarnation = NewIncarnation();
-    LOG(WARNING) << "chief: " << status.message() << "; loading the model again (generation "
-                 << coordinator.CheckForFailures() << ")";
-    status = absl::OkStatus();
-  }
-  if (status.ok() && !ended_before) {
-    const absl::StatusOr<JobState> state = coordinator.GetState();
-    const absl::Status recorded = RecordJobEnd(options, state.ok() ? state->global_step : -1);
-    if (!recorded.ok()) LOG(WARNING) << "chief: recording the job's end: " << recorded;
-  }
-  coordinator.EndJob(status.ok(), status.message()).IgnoreError();
-  // Let every other live task see the end at its next heartbeat before the coordinator goes
-  // away (an evaluator busy with an evaluation may take a while; a dead task is not waited for).
-  // After a restart past the end nobody has registered with this coordinator yet: every task is
-  // waited for, the ones that exited until the heartbeat timeout.
-  const absl::Time ended = absl::Now();
-  while (absl::Now() - ended < options.heartbeat_timeout) {
-    bool all_seen = true;
-    for (const TaskStatus& other : coordinator.Tasks()) {
-      if (other.task == task) continue;
-      if (!ended_before && (!other.registered || !other.live)) continue;
-      if (other.last_seen < ended) all_seen = false;
-    }
-    if (all_seen) break;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  grpc->Stop(absl::Seconds(5));
-  return status;
-}
-
-}  // namespace
+}  // namespace launch_internal
 
 namespace {
 constexpr char kJobFailedPayload[] = "shoal.launch/job-failed";
@@ -971,13 +348,13 @@ absl::Status RunClusterMember(const MemberOptions& options, std::ostream& out) {
             << options.cluster.num_trainers() << " trainers)";
   switch (task.role) {
     case TaskRole::kPs:
-      return RunPs(options, incarnation);
+      return launch_internal::RunPs(options, incarnation);
     case TaskRole::kWorker:
-      return RunWorker(options, incarnation);
+      return launch_internal::RunWorker(options, incarnation);
     case TaskRole::kChief:
-      return RunChief(options, incarnation, out);
+      return launch_internal::RunChief(options, incarnation, out);
     case TaskRole::kEvaluator:
-      return RunEvaluator(options, incarnation);
+      return launch_internal::RunEvaluator(options, incarnation);
   }
   return absl::InvalidArgumentError("unknown task role");
 }
