@@ -9,8 +9,9 @@
 namespace shoal::collective_internal {
 
 void GlooStore::Throw(absl::Status status) {
-  if (error_.ok()) error_ = status;
-  throw gloo::IoException(status.ToString());
+  const std::string message = status.ToString();
+  if (error_.ok()) error_ = std::move(status);
+  throw gloo::IoException(message);
 }
 
 void GlooStore::set(const std::string& key, const std::vector<char>& data) {
