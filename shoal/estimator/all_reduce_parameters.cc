@@ -151,6 +151,8 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> AllReduceParameters::GatherId
     }
     mine[index].insert(mine[index].end(), t.ids.begin(), t.ids.end());
   }
+  // A model without tables has no ids to gather (every trainer has the same spec).
+  if (spec_.tables.empty()) return mine;
   std::string message;
   for (std::vector<uint64_t>& ids : mine) {
     std::sort(ids.begin(), ids.end());
@@ -318,8 +320,10 @@ absl::Status AllReduceParameters::Exchange(absl::Span<const std::string> dense_n
     }
   }
   std::vector<std::string> all;
-  RETURN_IF_ERROR_CTX(ring_->AllGather(message, &all),
-                      "all_reduce: gathering the sparse gradients of step ", step);
+  if (!spec_.tables.empty()) {  // nothing to gather for a model without tables
+    RETURN_IF_ERROR_CTX(ring_->AllGather(message, &all),
+                        "all_reduce: gathering the sparse gradients of step ", step);
+  }
   // Per table: every trainer's (id, row) in rank order, then the rows of equal ids summed in that
   // order -- the same arithmetic on every trainer.
   struct Part {
