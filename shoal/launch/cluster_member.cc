@@ -143,12 +143,16 @@ absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorS
 
 }  // namespace
 
+// How many times a worker of an all_reduce job rejoins on its own after a broken ring.
+constexpr int kMaxRingRejoins = 5;
+
 // A worker: incarnations until the job ends. After a failure it rejoins with a new incarnation
 // when the cluster rolled back (a PS was lost) or the chief restarted.
 absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
   const TaskId task = options.cluster.task;
   CoordinatorConnection connection(options);
   RETURN_IF_ERROR(connection.Reconnect(options.connect_deadline));
+  int ring_rejoins = 0;  // all_reduce: rejoins after a broken ring the cluster did not roll back
   while (true) {
     absl::Status status = RunWorkerIncarnation(options, connection.stub(), incarnation);
     // Done, or the chief failed the job (it may be gone already: nothing to ask it).
@@ -167,6 +171,17 @@ absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
       case AfterFailure::kJobFailed:
         return JobFailedError(status.message());
       case AfterFailure::kGiveUp:
+        // all_reduce: the ring broke, yet this incarnation still stands (a restarted chief's
+        // coordinator took it back by a heartbeat, say). A new incarnation's registration rolls
+        // the cluster back, and the next ring includes this trainer.
+        if (options.job.run.strategy == "all_reduce" && MayBeRollback(status) &&
+            ++ring_rejoins <= kMaxRingRejoins) {
+          incarnation = NewIncarnation();
+          LOG(WARNING) << task.ToString() << ": rejoining the job as incarnation "
+                       << absl::StrCat("0x", absl::Hex(incarnation)) << " to form the ring again ("
+                       << ring_rejoins << " of at most " << kMaxRingRejoins << ")";
+          continue;
+        }
         return status;
     }
   }

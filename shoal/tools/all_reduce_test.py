@@ -132,3 +132,30 @@ def test_fashion_mnist_on_a_ring_of_two_reaches_the_parameter_server_accuracy(tm
     summary = json.loads((tmp_path / "m" / "summary.json").read_text())
     assert summary["examples"] == 3 * 60000, summary
     assert summary["metrics"]["accuracy"] >= 0.85, summary
+
+
+def test_a_killed_chief_is_restarted_and_the_ring_forms_again(tmp_path):
+    """The chief, a trainer of the ring and the coordinator, is SIGKILLed mid-training. `shoal
+    launch` starts it again: the worker rejoins the new coordinator, the ring forms again, the
+    chief restores the last checkpoint with its data-task queue, and the job finishes with every
+    record once per epoch; the evaluator registers again and reports. (30 epochs: the kill lands
+    well before the end.)"""
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
+    model_dir = tmp_path / "m"
+    code, out = launch_and_kill(job, model_dir, "chief", "--max-restarts", "1", "--evaluator",
+                                *ALL_REDUCE, "--set", "input.train.split_bytes=1024",
+                                "--set", "input.train.num_epochs=30",
+                                "--set", "run.heartbeat_timeout_secs=3",
+                                "--set", "run.collective_timeout_secs=20", ps=0)
+    assert code == 0, out[-6000:]
+    assert "restarting chief:0 (restart 1 of 1)" in out, out[-6000:]
+    # The worker rejoins (when its collective with the dead chief fails, or when the new
+    # coordinator does not know it) and the ring forms again with both trainers.
+    assert "worker:0: rejoining the job" in out, out[-6000:]
+    assert len(re.findall(r"\[worker:0\] .*joining the ring of 2 of 2 trainers as rank 1", out)) \
+        >= 2, out[-6000:]
+    assert re.search(r"\[chief:0\] .*Restored .*ckpt-\d+", out), out[-6000:]
+    tasks = data_tasks(out)
+    assert tasks["epochs_completed"] == 30, tasks
+    assert tasks["records_per_epoch"] == [len(job.train_rows)] * 30, tasks
+    assert "exported: " in out, out[-3000:]
