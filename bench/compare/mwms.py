@@ -201,6 +201,8 @@ class Bench:
               f"AUC {span([r['auc'] for r in tf], '{:.4f}')}")
         print(f"shoal all_reduce ex/s: {span([r['rate'] for r in sh], '{:,.0f}')}; "
               f"AUC {span([r['auc'] for r in sh], '{:.4f}')}")
+        gaps = [s["auc"] - t["auc"] for s, t in zip(sh, tf)]
+        print(f"AUC shoal - TF (same round): {span(gaps, '{:+.4f}')}")
         met = "met in every round" if min(ratios) >= 3 else "not met"
         print(f"shoal / TF (same round): {span(ratios, '{:.1f}')}x against TF's steady rate, "
               f"{span(ratios_fit, '{:.1f}')}x against its whole fit; goal >= 3x: {met}")

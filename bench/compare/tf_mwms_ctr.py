@@ -13,7 +13,8 @@ tf.distribute.experimental.MultiWorkerMirroredStrategy on the Criteo text files 
 The model (tf.keras.experimental.WideDeepModel, BinaryCrossentropy on the sigmoid of the sum):
   linear: DenseFeatures of the 26 hashed columns and the 4 crosses, each as a 1-dimensional
           embedding_column with the sum combiner (a linear weight per id: indicator_column would
-          make a 6.6M-wide dense input), then Dense(1); FTRL (lr 0.2, power -0.5, accumulator 0.1).
+          make a 6.6M-wide dense input), then Dense(1) with its kernel initialised to 1; FTRL (lr
+          0.2, power -0.5, accumulator 0.1).
   deep:   DenseFeatures of the 13 numeric columns (log1p) and the 26 hashed columns embedded in
           dimension 16 (mean) -> BatchNormalization -> Dense(128, relu) -> Dense(1); Adagrad (lr
           0.05, accumulator 0.1).
@@ -55,8 +56,10 @@ def feature_columns():
 
 def build_model():
     linear_columns, deep_columns = feature_columns()
+    # Kernel 1: the output starts as the plain sum of the ids' weights, a linear model; with
+    # Keras' random kernel the wide part learned far slower (AUC 0.62 against 0.69 at 200K rows).
     linear = tf.keras.Sequential([tf.keras.layers.DenseFeatures(linear_columns),
-                                  tf.keras.layers.Dense(1)])
+                                  tf.keras.layers.Dense(1, kernel_initializer="ones")])
     deep = tf.keras.Sequential([tf.keras.layers.DenseFeatures(deep_columns),
                                 tf.keras.layers.BatchNormalization(),
                                 tf.keras.layers.Dense(HIDDEN, activation="relu"),
