@@ -3,7 +3,7 @@
 
   bench/strategies.py [--rows N] [--mnist-epochs E] [--rounds R] [--trainers 2,4]
 
-(defaults: 1,000,000 CTR rows, 3 Fashion-MNIST epochs as the example, 2 rounds; about 10 minutes
+(defaults: 1,000,000 CTR rows, 3 Fashion-MNIST epochs as the example, 2 rounds; 7 minutes
 on 2 vCPU)
 
 For 2 and 4 trainers (the chief + 1 or 3 workers), each of

@@ -56,8 +56,8 @@ def feature_columns():
 
 def build_model():
     linear_columns, deep_columns = feature_columns()
-    # Kernel 1: the output starts as the plain sum of the ids' weights, a linear model; with
-    # Keras' random kernel the wide part learned far slower (AUC 0.62 against 0.69 at 200K rows).
+    # Kernel 1: the output starts as the plain sum of the ids' weights, a linear model (Keras'
+    # random kernel scaled each column's weights; the AUC was the same, 0.6236 against 0.6242).
     linear = tf.keras.Sequential([tf.keras.layers.DenseFeatures(linear_columns),
                                   tf.keras.layers.Dense(1, kernel_initializer="ones")])
     deep = tf.keras.Sequential([tf.keras.layers.DenseFeatures(deep_columns),
