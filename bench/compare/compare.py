@@ -17,7 +17,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -33,16 +32,6 @@ MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 
 def log(message):
     print(f"compare: {message}", file=sys.stderr, flush=True)
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 class Runner:
@@ -225,7 +214,7 @@ class Runner:
             wall = time.monotonic() - t0
             self._check(code, peer, run_dir)
         else:
-            ports = free_ports(trainers + 1)
+            ports = M.free_ports(trainers + 1)
             cluster = {"chief": [f"127.0.0.1:{ports[0]}"],
                        "ps": [f"127.0.0.1:{ports[1]}"]}
             if trainers > 1:

@@ -5,6 +5,7 @@ Plain Python (no numpy at import time), so both the system python (PyTorch, the 
 TensorFlow virtualenv can import it.
 """
 
+import socket
 import sys
 import time
 
@@ -70,6 +71,17 @@ def ctr_training_flops_per_example():
 def mlp_training_flops_per_example(layers=(784, 256, 10)):
     """The Fashion-MNIST MLP: its input is pixels, so 4 x 784x256 + 6 x 256x10."""
     return training_flops_per_example(list(layers), False)
+
+
+def free_ports(n):
+    """`n` free TCP ports of loopback (for the peers' clusters)."""
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
 
 
 def exact_auc(labels, scores):

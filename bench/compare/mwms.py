@@ -22,7 +22,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -38,16 +37,6 @@ TRAINING_STOPPED = re.compile(r"Training stopped \(.*\) at global step \d+ after
 
 def log(message):
     print(f"mwms: {message}", file=sys.stderr, flush=True)
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def result_line(path):
@@ -98,7 +87,7 @@ class Bench:
         os.makedirs(run_dir)
         model_dir = os.path.join(run_dir, "model")
         script = os.path.join(HERE, "tf_mwms_ctr.py")
-        ports = free_ports(2)
+        ports = M.free_ports(2)
         cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
         load = os.getloadavg()[0]
         procs, logs = [], []

@@ -11,41 +11,16 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/collective/collective_test_util.h"
 
 namespace shoal {
 namespace {
 
+using collective_test::ConnectRing;
+using collective_test::OnRanks;
+using collective_test::Options;
+
 using ::testing::HasSubstr;
-
-CollectiveOptions Options(int rank, int size, absl::string_view scope,
-                          absl::Duration timeout = absl::Seconds(10)) {
-  return CollectiveOptions{.rank = rank,
-                           .size = size,
-                           .secret = "job-secret",
-                           .scope = std::string(scope),
-                           .timeout = timeout};
-}
-
-// Runs body(rank) on `size` threads and waits for them all.
-void OnRanks(int size, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < size; ++rank) threads.emplace_back(body, rank);
-  for (std::thread& thread : threads) thread.join();
-}
-
-// Connects a ring of `size` ranks and returns its members, in rank order.
-std::vector<std::unique_ptr<Collective>> ConnectRing(InMemoryRendezvousStore& store, int size,
-                                                     absl::string_view scope) {
-  std::vector<std::unique_ptr<Collective>> ring(size);
-  std::vector<absl::Status> statuses(size);
-  OnRanks(size, [&](int rank) {
-    auto connected = Collective::Connect(store, Options(rank, size, scope));
-    statuses[rank] = connected.status();
-    if (connected.ok()) ring[rank] = *std::move(connected);
-  });
-  for (int rank = 0; rank < size; ++rank) EXPECT_TRUE(statuses[rank].ok()) << statuses[rank];
-  return ring;
-}
 
 // Values whose float sum depends on the order of the additions: very different magnitudes.
 template <typename T>

@@ -15,6 +15,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/collective/collective_test_util.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/parameter_service_test_util.h"
@@ -25,30 +26,12 @@ namespace {
 using namespace ps_test;  // NOLINT(google-build-using-namespace): test helpers
 using ::testing::HasSubstr;
 
-constexpr char kSecret[] = "all-reduce-parameters-test-secret";
-
 // `n` trainers as threads: each with its replica, its end of the ring and its AllReduceParameters.
 class Ring {
  public:
-  Ring(FileSystems& fs, int n, int64_t check_every) : n_(n) {
-    collectives_.resize(n);
-    std::vector<std::jthread> threads;
-    std::vector<absl::Status> status(n);
+  Ring(FileSystems& fs, int n, int64_t check_every)
+      : n_(n), collectives_(collective_test::ConnectRing(store_, n, "ring/1/", absl::Seconds(20))) {
     for (int r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        absl::StatusOr<std::unique_ptr<Collective>> c =
-            Collective::Connect(store_, {.rank = r,
-                                         .size = n,
-                                         .secret = kSecret,
-                                         .scope = "ring/1/",
-                                         .timeout = absl::Seconds(20)});
-        status[r] = c.status();
-        if (c.ok()) collectives_[r] = *std::move(c);
-      });
-    }
-    threads.clear();
-    for (int r = 0; r < n; ++r) {
-      EXPECT_TRUE(status[r].ok()) << status[r];
       replicas_.push_back(std::make_unique<ParameterServer>(fs, 0, 1));
       params_.push_back(std::make_unique<AllReduceParameters>(replicas_[r].get(),
                                                               collectives_[r].get(), check_every));

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "shoal/collective/collective.h"
+#include "shoal/collective/collective_test_util.h"
 #include "shoal/estimator/all_reduce_parameters.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/estimator_test_util.h"
@@ -21,8 +22,6 @@ namespace {
 
 using test::Input;
 using test::MakeExamples;
-
-constexpr char kSecret[] = "all-reduce-train-test-secret";
 
 // One trainer of a ring: its replica, its end of the ring and its Estimator.
 struct Trainer {
@@ -39,20 +38,9 @@ class AllReduceTrainTest : public ::testing::Test {
   // `n` trainers of the wide & deep model, each with its own model_dir.
   std::vector<Trainer> Ring(int n) {
     std::vector<Trainer> trainers(n);
-    std::vector<std::jthread> threads;
-    for (int r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        absl::StatusOr<std::unique_ptr<Collective>> c =
-            Collective::Connect(store_, {.rank = r,
-                                         .size = n,
-                                         .secret = kSecret,
-                                         .scope = "ring/1/",
-                                         .timeout = absl::Seconds(30)});
-        EXPECT_TRUE(c.ok()) << c.status();
-        if (c.ok()) trainers[r].ring = *std::move(c);
-      });
-    }
-    threads.clear();
+    std::vector<std::unique_ptr<Collective>> ring =
+        collective_test::ConnectRing(store_, n, "ring/1/", absl::Seconds(30));
+    for (int r = 0; r < n; ++r) trainers[r].ring = std::move(ring[r]);
     for (int r = 0; r < n; ++r) {
       Trainer& t = trainers[r];
       if (t.ring == nullptr) return {};
