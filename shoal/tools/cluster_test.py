@@ -298,6 +298,14 @@ def test_a_paused_worker_takes_fewer_tasks_and_epochs_stay_exact(tmp_path):
     assert by["chief:0"] + by["worker:0"] > 2 * (6 * n) / 3, tasks
 
 
+# The kill tests' job: small byte-range tasks, and enough epochs that
+# training lasts seconds after the victim's first logged step, so the kill lands mid-training even
+# on a fast, idle machine (8 epochs took 0.3-0.7 s, and a CI run once killed too late).
+KILL_EPOCHS = 40
+KILL_TEST_SETTINGS = ["--set", "input.train.split_bytes=1024",
+                      "--set", f"input.train.num_epochs={KILL_EPOCHS}"]
+
+
 @pytest.mark.parametrize("restarts", [0, 1])
 def test_a_killed_worker_s_tasks_go_back_to_the_queue(tmp_path, restarts):
     """worker:0 is SIGKILLed while training asynchronously. Without restarts, once the coordinator
@@ -308,14 +316,13 @@ def test_a_killed_worker_s_tasks_go_back_to_the_queue(tmp_path, restarts):
     job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
     model_dir = tmp_path / "m"
     code, out = launch_and_kill_worker(job, model_dir, "--max-restarts", str(restarts),
-                                       "--set", "input.train.split_bytes=1024",
-                                       "--set", "input.train.num_epochs=8",
+                                       *KILL_TEST_SETTINGS,
                                        "--set", "run.heartbeat_timeout_secs=3")
     assert code == 0, out[-5000:]
     tasks = data_tasks(out)
     n = tasks["tasks_per_epoch"]
-    assert tasks["tasks_done_per_epoch"] == [n] * 8, tasks
-    assert tasks["epochs_completed"] == 8, tasks
+    assert tasks["tasks_done_per_epoch"] == [n] * KILL_EPOCHS, tasks
+    assert tasks["epochs_completed"] == KILL_EPOCHS, tasks
     # At least once: the dead worker's unfinished tasks were trained again by the chief.
     assert all(r >= len(job.train_rows) for r in tasks["records_per_epoch"]), tasks
     assert tasks["released"] >= 1, tasks
@@ -330,10 +337,6 @@ def test_a_killed_worker_s_tasks_go_back_to_the_queue(tmp_path, restarts):
     assert (model_dir / "eval" / "metrics.json").exists()
 
 
-# The kill tests' job: 8 epochs of small byte-range tasks, a 3 s heartbeat timeout.
-KILL_TEST_SETTINGS = ["--set", "input.train.split_bytes=1024", "--set", "input.train.num_epochs=8"]
-
-
 def undisturbed_metrics(tmp_path, job):
     """The final metrics of the kill tests' job trained in one process."""
     out = run("train", job.config, *KILL_TEST_SETTINGS, "--model-dir", str(tmp_path / "alone"))
@@ -346,13 +349,13 @@ def assert_finished_like_undisturbed(tmp_path, job, model_dir, out):
     exported, evaluated, and as good as the job trained in one process."""
     tasks = data_tasks(out)
     n = tasks["tasks_per_epoch"]
-    assert tasks["tasks_done_per_epoch"] == [n] * 8, tasks
-    assert tasks["epochs_completed"] == 8, tasks
+    assert tasks["tasks_done_per_epoch"] == [n] * KILL_EPOCHS, tasks
+    assert tasks["epochs_completed"] == KILL_EPOCHS, tasks
     assert all(r >= len(job.train_rows) for r in tasks["records_per_epoch"]), tasks
     assert "exported: " in out, out[-3000:]
     assert (model_dir / "eval" / "metrics.json").exists()
     summary = json.loads((model_dir / "summary.json").read_text())
-    assert summary["epochs_completed"] == 8, summary
+    assert summary["epochs_completed"] == KILL_EPOCHS, summary
     alone = undisturbed_metrics(tmp_path, job)
     assert summary["metrics"]["accuracy"] >= alone["accuracy"] - 0.05, (summary, alone)
     assert summary["metrics"]["auc"] >= alone["auc"] - 0.03, (summary, alone)
