@@ -63,6 +63,13 @@ class Reader {
   int rank_;
 };
 
+// hybrid: the parameter servers hold the whole model; the Estimator saves and warm-starts them.
+absl::Status ServersSave() {
+  return absl::FailedPreconditionError(
+      "hybrid: checkpoints and warm starts go through the parameter servers, not a trainer's "
+      "replica");
+}
+
 uint64_t Fnv1a(uint64_t hash, const void* data, size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < n; ++i) {
@@ -75,8 +82,28 @@ uint64_t Fnv1a(uint64_t hash, const void* data, size_t n) {
 }  // namespace
 
 AllReduceParameters::AllReduceParameters(ParameterService* replica, Collective* ring,
-                                         int64_t check_every)
-    : replica_(replica), ring_(ring), check_every_(check_every) {}
+                                         int64_t check_every,
+                                         std::vector<ParameterService*> servers)
+    : replica_(replica), ring_(ring), check_every_(check_every) {
+  if (!servers.empty()) servers_ = std::make_unique<ParameterClient>(std::move(servers));
+}
+
+int AllReduceParameters::RowOwner(uint64_t id, int trainers) {
+  // A mix of the id (splitmix64's finaliser), so that ids in a pattern still spread, and a
+  // different one from the parameter servers' RowShard.
+  uint64_t z = id + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<int>(z % static_cast<uint64_t>(trainers));
+}
+
+ModelSpec AllReduceParameters::ReplicaSpec(const ModelSpec& spec) const {
+  if (!hybrid()) return spec;
+  ModelSpec dense = spec;
+  dense.tables.clear();
+  return dense;
+}
 
 int AllReduceParameters::TableIndex(absl::string_view table) const {
   for (size_t i = 0; i < spec_.tables.size(); ++i) {
@@ -98,8 +125,9 @@ absl::StatusOr<StepAgreement> AllReduceParameters::Agree(int64_t examples, bool 
 }
 
 absl::Status AllReduceParameters::FinishStep(int64_t step) {
-  // The step's lookup (of the others' ids: this replica creates their rows too) and push.
-  if (!looked_up_) RETURN_IF_ERROR(LookupUnion({}, nullptr, {}, step - 1));
+  // The step's lookup (of the others' ids: this replica creates their rows too; hybrid: none,
+  // the servers hold the rows) and push.
+  if (!looked_up_ && !hybrid()) RETURN_IF_ERROR(LookupUnion({}, nullptr, {}, step - 1));
   if (!pushed_) RETURN_IF_ERROR(Exchange({}, {}, {}, step));
   if (check_every_ > 0 && step % check_every_ == 0) RETURN_IF_ERROR(CheckReplicas(step));
   return absl::OkStatus();
@@ -114,6 +142,7 @@ absl::StatusOr<uint64_t> AllReduceParameters::ReplicaChecksum() {
   for (const Tensor& t : values) {
     hash = Fnv1a(hash, t.data(), static_cast<size_t>(t.size()) * sizeof(float));
   }
+  if (hybrid()) return hash;  // the tables are the servers'
   ASSIGN_OR_RETURN(const std::vector<TableStats> stats, replica_->GetTableStats());
   for (const TableStats& s : stats) {
     hash = Fnv1a(hash, s.name.data(), s.name.size());
@@ -135,8 +164,31 @@ absl::Status AllReduceParameters::CheckReplicas(int64_t step) {
                        " differs from rank 0's (checksums of the dense values and table rows)"));
     }
   }
-  LOG(INFO) << "Replicas identical at step " << step << " (" << all.size() << " trainers, checksum "
+  if (hybrid() && rank() == 0) RETURN_IF_ERROR(CheckServersCopy(step));
+  LOG(INFO) << "Replicas identical at step " << step << " (" << all.size() << " trainers"
+            << (hybrid() ? " and the parameter servers' dense copy" : "") << ", checksum "
             << absl::StrCat(absl::Hex(mine, absl::kZeroPad16)) << ")";
+  return absl::OkStatus();
+}
+
+absl::Status AllReduceParameters::CheckServersCopy(int64_t step) {
+  if (spec_.dense.empty()) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (const DenseVariableSpec& d : spec_.dense) names.push_back(d.name);
+  std::vector<Tensor> mine;
+  RETURN_IF_ERROR(replica_->PullDense(names, &mine));
+  std::vector<Tensor> theirs;
+  RETURN_IF_ERROR_CTX(servers_->PullDense(&theirs),
+                      "hybrid: reading the parameter servers' dense variables");
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i >= theirs.size() || theirs[i].size() != mine[i].size() ||
+        std::memcmp(theirs[i].data(), mine[i].data(),
+                    static_cast<size_t>(mine[i].size()) * sizeof(float)) != 0) {
+      return absl::InternalError(absl::StrCat("hybrid: at step ", step,
+                                              " the parameter servers' copy of dense variable '",
+                                              names[i], "' differs from the trainers' replicas"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -183,6 +235,16 @@ absl::Status AllReduceParameters::LookupMany(absl::Span<const std::string> dense
                                              std::vector<Tensor>* dense_values,
                                              absl::Span<const TableLookup> tables, LookupMode mode,
                                              int64_t step) {
+  if (hybrid()) {
+    if (mode == LookupMode::kTrain) {
+      if (looked_up_) {
+        return absl::FailedPreconditionError(
+            "hybrid: a second training lookup in one step (the trainers look up once per step)");
+      }
+      looked_up_ = true;
+    }
+    return LookupHybrid(dense_names, dense_values, tables, mode, step);
+  }
   if (mode != LookupMode::kTrain) {
     return replica_->LookupMany(dense_names, dense_values, tables, mode, step);
   }
@@ -191,6 +253,24 @@ absl::Status AllReduceParameters::LookupMany(absl::Span<const std::string> dense
         "all_reduce: a second training lookup in one step (the trainers look up once per step)");
   }
   return LookupUnion(dense_names, dense_values, tables, step);
+}
+
+absl::Status AllReduceParameters::LookupHybrid(absl::Span<const std::string> dense_names,
+                                               std::vector<Tensor>* dense_values,
+                                               absl::Span<const TableLookup> tables,
+                                               LookupMode mode, int64_t step) {
+  if (!has_spec_) {
+    return absl::FailedPreconditionError("hybrid: lookup before Initialize or Restore");
+  }
+  if (dense_values != nullptr) {
+    if (dense_names.empty()) {
+      dense_values->clear();
+    } else {
+      RETURN_IF_ERROR(replica_->PullDense(dense_names, dense_values));
+    }
+  }
+  if (tables.empty()) return absl::OkStatus();
+  return servers_->LookupMany(tables, mode, step, /*dense_values=*/nullptr);
 }
 
 absl::Status AllReduceParameters::LookupUnion(absl::Span<const std::string> dense_names,
@@ -237,7 +317,7 @@ absl::Status AllReduceParameters::PushMany(absl::Span<const std::string> dense_n
         "all_reduce: a second push in one step (the trainers push once per step)");
   }
   // The collectives keep their order on every trainer.
-  if (!looked_up_) RETURN_IF_ERROR(LookupUnion({}, nullptr, {}, step - 1));
+  if (!looked_up_ && !hybrid()) RETURN_IF_ERROR(LookupUnion({}, nullptr, {}, step - 1));
   return Exchange(dense_names, dense_grads, tables, step);
 }
 
@@ -385,18 +465,60 @@ absl::Status AllReduceParameters::Exchange(absl::Span<const std::string> dense_n
               dense.begin() + static_cast<std::ptrdiff_t>(offset[i + 1]), g.data());
     grads.push_back(std::move(g));
   }
+  if (hybrid()) return ApplyHybrid(names, grads, pushes, step);
   return replica_->PushMany(names, grads, pushes, step);
 }
 
+absl::Status AllReduceParameters::ApplyHybrid(const std::vector<std::string>& names,
+                                              const std::vector<Tensor>& grads,
+                                              const std::vector<TablePush>& pushes, int64_t step) {
+  if (!names.empty()) RETURN_IF_ERROR(replica_->PushMany(names, grads, {}, step));
+  // This trainer's part of the update, to the servers: the dense variables i % size == rank (an
+  // empty tensor skips a variable), the rows it owns.
+  std::vector<Tensor> dense_part(grads.size());
+  bool any_dense = false;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (static_cast<int>(i % static_cast<size_t>(size())) != rank()) continue;
+    dense_part[i] = grads[i];
+    any_dense = true;
+  }
+  std::vector<std::vector<uint64_t>> ids(pushes.size());
+  std::vector<std::vector<float>> rows(pushes.size());
+  std::vector<TablePush> sparse_part;
+  for (size_t t = 0; t < pushes.size(); ++t) {
+    const size_t dim = pushes[t].ids.empty() ? 0 : pushes[t].grads.size() / pushes[t].ids.size();
+    for (size_t k = 0; k < pushes[t].ids.size(); ++k) {
+      if (RowOwner(pushes[t].ids[k], size()) != rank()) continue;
+      ids[t].push_back(pushes[t].ids[k]);
+      rows[t].insert(rows[t].end(), pushes[t].grads.begin() + static_cast<std::ptrdiff_t>(k * dim),
+                     pushes[t].grads.begin() + static_cast<std::ptrdiff_t>((k + 1) * dim));
+    }
+    if (!ids[t].empty()) sparse_part.push_back({pushes[t].table, ids[t], rows[t]});
+  }
+  if (any_dense || !sparse_part.empty()) {
+    RETURN_IF_ERROR_CTX(
+        servers_->PushMany(any_dense ? absl::MakeConstSpan(dense_part) : absl::Span<const Tensor>(),
+                           sparse_part, step),
+        "hybrid: sending this trainer's part of update ", step, " to the parameter servers");
+  }
+  // Nobody goes on before every part of the step is in: between two steps the servers do not
+  // change (the chief's checkpoint is one cut, and the next lookups see the whole update).
+  RETURN_IF_ERROR_CTX(ring_->Barrier(), "hybrid: waiting for the other trainers' updates of step ",
+                      step);
+  return absl::OkStatus();
+}
+
 absl::Status AllReduceParameters::Initialize(const ModelSpec& spec) {
-  RETURN_IF_ERROR(replica_->Initialize(spec));
+  if (hybrid()) RETURN_IF_ERROR(servers_->Attach(spec));
+  RETURN_IF_ERROR(replica_->Initialize(ReplicaSpec(spec)));
   spec_ = spec;
   has_spec_ = true;
   return absl::OkStatus();
 }
 
 absl::Status AllReduceParameters::Restore(const ModelSpec& spec, absl::string_view checkpoint_dir) {
-  RETURN_IF_ERROR(replica_->Restore(spec, checkpoint_dir));
+  if (hybrid()) RETURN_IF_ERROR(servers_->Attach(spec));
+  RETURN_IF_ERROR(replica_->Restore(ReplicaSpec(spec), checkpoint_dir));
   spec_ = spec;
   has_spec_ = true;
   return absl::OkStatus();
@@ -404,6 +526,7 @@ absl::Status AllReduceParameters::Restore(const ModelSpec& spec, absl::string_vi
 
 absl::Status AllReduceParameters::WarmStart(const ModelSpec& spec, absl::string_view checkpoint_dir,
                                             absl::Span<const std::string> patterns) {
+  if (hybrid()) return ServersSave();
   RETURN_IF_ERROR(replica_->WarmStart(spec, checkpoint_dir, patterns));
   spec_ = spec;
   has_spec_ = true;
@@ -422,6 +545,7 @@ absl::Status AllReduceParameters::PushDense(absl::Span<const std::string> names,
 
 absl::Status AllReduceParameters::Lookup(absl::string_view table, absl::Span<const uint64_t> ids,
                                          LookupMode mode, int64_t step, absl::Span<float> out) {
+  if (hybrid()) return servers_->Lookup(table, ids, mode, step, out);
   if (mode != LookupMode::kTrain) return replica_->Lookup(table, ids, mode, step, out);
   const TableLookup one{table, ids, out};
   std::vector<Tensor> no_dense;
@@ -436,18 +560,22 @@ absl::Status AllReduceParameters::PushSparse(absl::string_view table,
 }
 
 absl::StatusOr<ShardFileInfo> AllReduceParameters::Save(absl::string_view checkpoint_dir) {
+  if (hybrid()) return ServersSave();
   return replica_->Save(checkpoint_dir);
 }
 
 absl::Status AllReduceParameters::Snapshot(absl::string_view checkpoint_dir) {
+  if (hybrid()) return ServersSave();
   return replica_->Snapshot(checkpoint_dir);
 }
 
 absl::StatusOr<ShardFileInfo> AllReduceParameters::WriteSnapshot(absl::string_view checkpoint_dir) {
+  if (hybrid()) return ServersSave();
   return replica_->WriteSnapshot(checkpoint_dir);
 }
 
 absl::StatusOr<std::vector<TableStats>> AllReduceParameters::GetTableStats() {
+  if (hybrid()) return servers_->GetTableStats();
   return replica_->GetTableStats();
 }
 

@@ -28,6 +28,23 @@
 // bit, and each table's row count) and fail with INTERNAL naming the trainer whose replica
 // differs.
 //
+// run.strategy hybrid (HugeCTR's and Persia's layout): the embedding tables live on the parameter
+// servers (`servers`), the dense variables on every trainer's replica, which then holds only them.
+// The steps are the same lockstep; what changes:
+//
+//   - a lookup asks the parameter servers for this trainer's own rows (no collective) and the
+//     replica for the dense values;
+//   - a push reduces the gradients as above (dense all-reduced, rows gathered and merged), applies
+//     the dense ones to the replica, and sends the parameter servers one part of the merged
+//     update: trainer rank r sends the rows whose id falls to it and the dense variables whose
+//     index i has i % trainers == r. Every row and every variable is updated once per step, as
+//     in one process with the step's whole batch;
+//   - the servers keep a copy of the dense variables, updated by the same arithmetic as the
+//     replicas (bit for bit), so that a checkpoint, an evaluation or an export of the parameter
+//     servers is the whole model; the replica check also compares rank 0's replica with it;
+//   - after its push each trainer waits for the others (a barrier): between two steps nobody
+//     changes the servers, so the chief's checkpoint is one cut.
+//
 // Errors: the ring's (DEADLINE_EXCEEDED / UNAVAILABLE when a trainer is lost; then every later
 // call fails), INVALID_ARGUMENT for a malformed message from another trainer, and the replica's.
 //
@@ -36,6 +53,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +63,7 @@
 #include "absl/types/span.h"
 #include "shoal/collective/collective.h"
 #include "shoal/rpc/parameter_service.h"
+#include "shoal/worker/parameter_client.h"
 
 namespace shoal {
 
@@ -57,11 +76,16 @@ struct StepAgreement {
 class AllReduceParameters final : public ParameterService {
  public:
   // `replica` and `ring` are not owned and must outlive this. `check_every` > 0: the replicas
-  // are compared every that many steps (0: only in CheckReplicas).
-  AllReduceParameters(ParameterService* replica, Collective* ring, int64_t check_every);
+  // are compared every that many steps (0: only in CheckReplicas). `servers` not empty:
+  // run.strategy hybrid over these parameter-server shards (shard k at index k; not owned).
+  AllReduceParameters(ParameterService* replica, Collective* ring, int64_t check_every,
+                      std::vector<ParameterService*> servers = {});
 
   int rank() const { return ring_->rank(); }
   int size() const { return ring_->size(); }
+  bool hybrid() const { return servers_ != nullptr; }
+  // hybrid: the trainer rank that sends row `id`'s merged update to the parameter servers.
+  static int RowOwner(uint64_t id, int trainers);
 
   // The start of every step, on every trainer: this trainer's examples (0 without a batch) and
   // whether it wants to stop; returns the sums. Resets the step's bookkeeping.
@@ -71,7 +95,8 @@ class AllReduceParameters final : public ParameterService {
   [[nodiscard]] absl::Status FinishStep(int64_t step);
   // Compares the replicas now (every trainer calls it at the same point); `step` names it.
   [[nodiscard]] absl::Status CheckReplicas(int64_t step);
-  // A checksum of this replica: the bytes of every dense value and the row count of every table.
+  // A checksum of this replica: the bytes of every dense value and the row count of every table
+  // (hybrid: of the dense values alone).
   [[nodiscard]] absl::StatusOr<uint64_t> ReplicaChecksum();
 
   // ParameterService.
@@ -116,12 +141,25 @@ class AllReduceParameters final : public ParameterService {
                         absl::Span<const Tensor> dense_grads, absl::Span<const TablePush> tables,
                         int64_t step);
   int TableIndex(absl::string_view table) const;  // in spec_.tables, -1 when unknown
+  // hybrid: the training lookup (the servers' rows, the replica's dense values).
+  absl::Status LookupHybrid(absl::Span<const std::string> dense_names,
+                            std::vector<Tensor>* dense_values, absl::Span<const TableLookup> tables,
+                            LookupMode mode, int64_t step);
+  // hybrid: the reduced update applied to the replica (dense) and this trainer's part of it sent
+  // to the servers; then the barrier.
+  absl::Status ApplyHybrid(const std::vector<std::string>& names, const std::vector<Tensor>& grads,
+                           const std::vector<TablePush>& pushes, int64_t step);
+  // hybrid: INTERNAL when the servers' copy of a dense variable differs from the replica's.
+  absl::Status CheckServersCopy(int64_t step);
+  // The spec the replica holds: the whole model, or (hybrid) its dense variables.
+  ModelSpec ReplicaSpec(const ModelSpec& spec) const;
 
   ParameterService* const replica_;
   Collective* const ring_;
   const int64_t check_every_;
   ModelSpec spec_;
   bool has_spec_ = false;
+  std::unique_ptr<ParameterClient> servers_;  // hybrid only
   // This step: this trainer's and every trainer's examples, and which collectives were made.
   int64_t my_examples_ = 0;
   int64_t step_examples_ = 0;

@@ -1,7 +1,9 @@
 // AllReduceParameters over real rings of threads (InMemoryRendezvousStore) and real in-process
 // replicas: the replicas stay bit-identical, and equal one parameter server given the
 // example-weighted mean of the trainers' gradients; a trainer without a batch takes part; the
-// replica check finds a replica changed behind the ring's back.
+// replica check finds a replica changed behind the ring's back. The same under run.strategy hybrid,
+// where two parameter-server shards hold the tables and a copy of the dense variables that stays
+// bit-identical to the replicas.
 #include "shoal/estimator/all_reduce_parameters.h"
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "shoal/io/file_systems.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/parameter_service_test_util.h"
+#include "shoal/worker/parameter_client.h"
 
 namespace shoal {
 namespace {
@@ -29,12 +32,13 @@ using ::testing::HasSubstr;
 // `n` trainers as threads: each with its replica, its end of the ring and its AllReduceParameters.
 class Ring {
  public:
-  Ring(FileSystems& fs, int n, int64_t check_every)
+  // `servers` not empty: hybrid over them.
+  Ring(FileSystems& fs, int n, int64_t check_every, std::vector<ParameterService*> servers = {})
       : n_(n), collectives_(collective_test::ConnectRing(store_, n, "ring/1/", absl::Seconds(20))) {
     for (int r = 0; r < n; ++r) {
       replicas_.push_back(std::make_unique<ParameterServer>(fs, 0, 1));
-      params_.push_back(std::make_unique<AllReduceParameters>(replicas_[r].get(),
-                                                              collectives_[r].get(), check_every));
+      params_.push_back(std::make_unique<AllReduceParameters>(
+          replicas_[r].get(), collectives_[r].get(), check_every, servers));
     }
   }
   bool ok() const {
@@ -127,19 +131,70 @@ class AllReduceParametersTest : public ::testing::Test {
   ModelSpec spec_ = WideDeepSpec();
 };
 
-TEST_F(AllReduceParametersTest, ReplicasStayIdenticalAndEqualOneServerGivenTheWeightedMean) {
+// hybrid: two parameter-server shards initialised with the spec and saved as checkpoint 0, which
+// every trainer's replica restores (as the Estimator does).
+class HybridServers {
+ public:
+  HybridServers(FileSystems& fs, const ModelSpec& spec) {
+    for (int k = 0; k < 2; ++k) shards_.push_back(std::make_unique<ParameterServer>(fs, k, 2));
+    client_ = std::make_unique<ParameterClient>(services());
+    status_ = client_->Initialize(spec);
+    if (!status_.ok()) return;
+    absl::StatusOr<std::string> dir = client_->Save(*fs.For("mem://h").value(), "mem://h", 0, "");
+    status_ = dir.status();
+    if (dir.ok()) checkpoint_ = *dir;
+  }
+  std::vector<ParameterService*> services() const {
+    std::vector<ParameterService*> out;
+    for (const auto& s : shards_) out.push_back(s.get());
+    return out;
+  }
+  const absl::Status& status() const { return status_; }
+  const std::string& checkpoint() const { return checkpoint_; }
+  ParameterClient& client() { return *client_; }
+  ParameterServer& shard(int k) { return *shards_[k]; }
+
+ private:
+  std::vector<std::unique_ptr<ParameterServer>> shards_;
+  std::unique_ptr<ParameterClient> client_;
+  absl::Status status_;
+  std::string checkpoint_;
+};
+
+// Parameterised by the strategy: all_reduce (false) or hybrid (true).
+class RingTest : public AllReduceParametersTest, public ::testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(Strategies, RingTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "hybrid" : "all_reduce"; });
+
+TEST_P(RingTest, ReplicasStayIdenticalAndEqualOneServerGivenTheWeightedMean) {
   constexpr int kRanks = 3;
   constexpr int64_t kSteps = 6;
-  Ring ring(fs_, kRanks, /*check_every=*/2);
+  const bool hybrid = GetParam();
+  std::unique_ptr<HybridServers> servers;
+  if (hybrid) {
+    servers = std::make_unique<HybridServers>(fs_, spec_);
+    ASSERT_TRUE(servers->status().ok()) << servers->status();
+  }
+  Ring ring(fs_, kRanks, /*check_every=*/2,
+            hybrid ? servers->services() : std::vector<ParameterService*>{});
   ASSERT_TRUE(ring.ok());
-  for (const absl::Status& s :
-       ring.OnEveryRank([&](int r) { return ring.params(r).Initialize(spec_); })) {
+  for (const absl::Status& s : ring.OnEveryRank([&](int r) {
+         return hybrid ? ring.params(r).Restore(spec_, servers->checkpoint())
+                       : ring.params(r).Initialize(spec_);
+       })) {
     ASSERT_TRUE(s.ok()) << s;
+  }
+  if (hybrid) {
+    // The replica holds the dense variables only: the tables are the servers'.
+    absl::StatusOr<std::vector<TableStats>> stats = ring.replica(0).GetTableStats();
+    ASSERT_TRUE(stats.ok());
+    EXPECT_TRUE(stats->empty());
   }
   // The reference: one server, given per step the union of the ids and the example-weighted mean
   // of the gradients (rows of equal ids summed in rank order, as the ring does).
   ParameterServer reference(fs_, 0, 1);
-  ASSERT_TRUE(reference.Initialize(spec_).ok());
+  ASSERT_TRUE(hybrid ? reference.Restore(spec_, servers->checkpoint()).ok()
+                     : reference.Initialize(spec_).ok());
 
   for (int64_t step = 1; step <= kSteps; ++step) {
     std::vector<Batch> batches;
@@ -220,6 +275,15 @@ TEST_F(AllReduceParametersTest, ReplicasStayIdenticalAndEqualOneServerGivenTheWe
   ASSERT_TRUE(reference.PullDense(DenseNames(spec_), &want).ok());
   std::vector<Tensor> first;
   ASSERT_TRUE(ring.replica(0).PullDense(DenseNames(spec_), &first).ok());
+  if (hybrid) {
+    // The servers' copy of the dense variables is the replicas', bit for bit.
+    std::vector<Tensor> copy;
+    ASSERT_TRUE(servers->client().PullDense(&copy).ok());
+    ASSERT_EQ(copy.size(), first.size());
+    for (size_t i = 0; i < copy.size(); ++i) {
+      EXPECT_TRUE(SameTensor(copy[i], first[i])) << spec_.dense[i].name;
+    }
+  }
   for (int r = 0; r < kRanks; ++r) {
     std::vector<Tensor> got;
     ASSERT_TRUE(ring.replica(r).PullDense(DenseNames(spec_), &got).ok());
@@ -238,8 +302,14 @@ TEST_F(AllReduceParametersTest, ReplicasStayIdenticalAndEqualOneServerGivenTheWe
     }
     for (const TableSpec& t : spec_.tables) {
       std::vector<float> a(ids.size() * t.dim), b(ids.size() * t.dim);
-      ASSERT_TRUE(
-          ring.replica(r).Lookup(t.name, ids, LookupMode::kInference, 0, absl::MakeSpan(a)).ok());
+      if (hybrid) {
+        ASSERT_TRUE(servers->client()
+                        .Lookup(t.name, ids, LookupMode::kInference, 0, absl::MakeSpan(a))
+                        .ok());
+      } else {
+        ASSERT_TRUE(
+            ring.replica(r).Lookup(t.name, ids, LookupMode::kInference, 0, absl::MakeSpan(a)).ok());
+      }
       ASSERT_TRUE(reference.Lookup(t.name, ids, LookupMode::kInference, 0, absl::MakeSpan(b)).ok());
       EXPECT_EQ(a, b) << "rank " << r << " table " << t.name;
     }
@@ -268,6 +338,32 @@ TEST_F(AllReduceParametersTest, TheCheckFindsAReplicaChangedBehindTheRing) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
     EXPECT_THAT(s.message(), HasSubstr("replica of trainer rank 1 differs"));
   }
+}
+
+TEST_F(AllReduceParametersTest, TheHybridCheckFindsTheServersCopyChangedBehindTheRing) {
+  HybridServers servers(fs_, spec_);
+  ASSERT_TRUE(servers.status().ok()) << servers.status();
+  Ring ring(fs_, 2, /*check_every=*/0, servers.services());
+  ASSERT_TRUE(ring.ok());
+  for (const absl::Status& s : ring.OnEveryRank(
+           [&](int r) { return ring.params(r).Restore(spec_, servers.checkpoint()); })) {
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  for (const absl::Status& s :
+       ring.OnEveryRank([&](int r) { return ring.params(r).CheckReplicas(0); })) {
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  // A push to the servers that no trainer made.
+  std::vector<Tensor> grads;
+  for (const DenseVariableSpec& v : spec_.dense) grads.push_back(SomeGradTensor(v.shape, 1));
+  ASSERT_TRUE(servers.client().PushDense(grads, 1).ok());
+  const std::vector<absl::Status> status =
+      ring.OnEveryRank([&](int r) { return ring.params(r).CheckReplicas(1); });
+  EXPECT_EQ(status[0].code(), absl::StatusCode::kInternal) << status[0];
+  EXPECT_THAT(status[0].message(), HasSubstr("the parameter servers' copy of dense variable"));
+  // Saving through a trainer's replica is refused: the servers hold the model.
+  EXPECT_EQ(ring.params(1).Snapshot("mem://x").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(AllReduceParameters::RowOwner(42, 1), 0);
 }
 
 TEST_F(AllReduceParametersTest, RefusesWhatWouldMakeTheReplicasDiffer) {

@@ -1,21 +1,26 @@
-// run.strategy all_reduce inside the Estimator, with trainers as threads over an in-memory ring:
-// a ring of one trains exactly as one process does, and three trainers with inputs of different
-// lengths (one with none) take every step together, stop together and end with identical
-// replicas.
+// run.strategy all_reduce and hybrid inside the Estimator, with trainers as threads over an
+// in-memory ring: a ring of one trains exactly as one process does, and three trainers with inputs
+// of different lengths (one with none) take every step together, stop together and end with
+// identical replicas (hybrid: and the parameter servers' copy of the dense variables equal to
+// them, bit for bit).
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "shoal/collective/collective.h"
 #include "shoal/collective/collective_test_util.h"
 #include "shoal/estimator/all_reduce_parameters.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/estimator_test_util.h"
+#include "shoal/estimator/job_role.h"
 #include "shoal/io/path.h"
 #include "shoal/ps/parameter_server.h"
+#include "shoal/worker/parameter_client.h"
 
 namespace shoal {
 namespace {
@@ -23,12 +28,56 @@ namespace {
 using test::Input;
 using test::MakeExamples;
 
+// The trainers of one job as threads, as far as a hybrid Estimator asks its role: the chief
+// announces the model (after its checkpoint), the others wait for it; the chief counts the steps.
+class ThreadsRole final : public JobRole {
+ public:
+  struct Job {
+    absl::Mutex mu;
+    int64_t model_step = -1;  // announced by the chief
+    int64_t global_step = 0;  // counted by the chief
+    int trainers = 1;
+  };
+  ThreadsRole(Job* job, bool chief) : job_(job), chief_(chief) {}
+  bool is_chief() const override { return chief_; }
+  int num_trainers() const override { return job_->trainers; }
+  absl::Status ModelReady(int64_t global_step, const std::string&) override {
+    absl::MutexLock lock(&job_->mu);
+    job_->model_step = global_step;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int64_t> WaitForModel() override {
+    absl::MutexLock lock(&job_->mu);
+    if (!job_->mu.AwaitWithTimeout(
+            absl::Condition(
+                +[](int64_t* step) { return *step >= 0; }, &job_->model_step),
+            absl::Seconds(30))) {
+      return absl::DeadlineExceededError("the chief did not announce the model");
+    }
+    return job_->model_step;
+  }
+  absl::StatusOr<StepReply> AdvanceStep(int64_t steps) override {
+    absl::MutexLock lock(&job_->mu);
+    if (chief_) job_->global_step += steps;
+    return StepReply{.global_step = job_->global_step};
+  }
+  absl::StatusOr<int64_t> FinishTraining(int64_t) override {
+    absl::MutexLock lock(&job_->mu);
+    return job_->global_step;
+  }
+
+ private:
+  Job* job_;
+  bool chief_;
+};
+
 // One trainer of a ring: its replica, its end of the ring and its Estimator.
 struct Trainer {
   std::unique_ptr<ParameterServer> replica;
   std::unique_ptr<Collective> ring;
   std::unique_ptr<AllReduceParameters> parameters;
   std::unique_ptr<Estimator> estimator;
+  std::unique_ptr<ThreadsRole> role;  // hybrid
 };
 
 class AllReduceTrainTest : public ::testing::Test {
@@ -60,7 +109,52 @@ class AllReduceTrainTest : public ::testing::Test {
     return trainers;
   }
 
+  // `n` hybrid trainers over two parameter-server shards (servers_), sharing one model_dir.
+  std::vector<Trainer> HybridRing(int n) {
+    for (int k = 0; k < 2; ++k) servers_.push_back(std::make_unique<ParameterServer>(fs_, k, 2));
+    std::vector<ParameterService*> shards;
+    for (const auto& s : servers_) shards.push_back(s.get());
+    job_.trainers = n;
+    std::vector<Trainer> trainers(n);
+    std::vector<std::unique_ptr<Collective>> ring =
+        collective_test::ConnectRing(store_, n, "ring/1/", absl::Seconds(30));
+    for (int r = 0; r < n; ++r) trainers[r].ring = std::move(ring[r]);
+    for (int r = 0; r < n; ++r) {
+      Trainer& t = trainers[r];
+      if (t.ring == nullptr) return {};
+      t.replica = std::make_unique<ParameterServer>(fs_, 0, 1);
+      t.parameters = std::make_unique<AllReduceParameters>(t.replica.get(), t.ring.get(),
+                                                           /*check_every=*/10, shards);
+      t.role = std::make_unique<ThreadsRole>(&job_, r == 0);
+      EstimatorConfig config = test::Config("wide_deep", JoinPath(dir_, "hybrid"));
+      config.run.strategy = "hybrid";
+      config.parameter_shards = shards;
+      config.all_reduce = t.parameters.get();
+      config.role = t.role.get();
+      absl::StatusOr<std::unique_ptr<Estimator>> e = Estimator::Create(fs_, config);
+      EXPECT_TRUE(e.ok()) << e.status();
+      if (!e.ok()) return {};
+      t.estimator = *std::move(e);
+    }
+    return trainers;
+  }
+
+  // Trains every trainer of `ring` on its input at once.
+  static std::vector<absl::StatusOr<TrainResult>> TrainTogether(
+      std::vector<Trainer>& ring, const std::vector<std::vector<test::Example>>& inputs) {
+    std::vector<absl::StatusOr<TrainResult>> results(ring.size(), absl::UnknownError("not run"));
+    std::vector<std::jthread> threads;
+    for (size_t r = 0; r < ring.size(); ++r) {
+      threads.emplace_back(
+          [&, r] { results[r] = ring[r].estimator->Train(Input(inputs[r], 50, 1), {}); });
+    }
+    threads.clear();
+    return results;
+  }
+
   FileSystems& fs_ = DefaultFileSystems();
+  ThreadsRole::Job job_;
+  std::vector<std::unique_ptr<ParameterServer>> servers_;
   InMemoryRendezvousStore store_;
   std::string dir_;
 };
@@ -98,14 +192,7 @@ TEST_F(AllReduceTrainTest, TrainersWithUnevenInputsStepTogetherAndEndIdentical) 
       {all.begin(), all.begin() + 1000}, {all.begin() + 1000, all.end()}, {}};
   std::vector<Trainer> ring = Ring(3);
   ASSERT_EQ(ring.size(), 3u);
-  std::vector<absl::StatusOr<TrainResult>> results(3, absl::UnknownError("not run"));
-  {
-    std::vector<std::jthread> threads;
-    for (int r = 0; r < 3; ++r) {
-      threads.emplace_back(
-          [&, r] { results[r] = ring[r].estimator->Train(Input(shards[r], 50, 1), {}); });
-    }
-  }
+  std::vector<absl::StatusOr<TrainResult>> results = TrainTogether(ring, shards);
   for (int r = 0; r < 3; ++r) {
     ASSERT_TRUE(results[r].ok()) << "trainer " << r << ": " << results[r].status();
     // One global step per step of the ring: as many as the longest input has batches.
@@ -128,6 +215,74 @@ TEST_F(AllReduceTrainTest, TrainersWithUnevenInputsStepTogetherAndEndIdentical) 
   }
   EXPECT_EQ(losses[1], losses[0]);
   EXPECT_EQ(losses[2], losses[0]);
+}
+
+TEST_F(AllReduceTrainTest, AHybridRingOfOneTrainsExactlyAsOneProcessWithItsServers) {
+  const std::vector<test::Example> train = MakeExamples(1000, 1);
+  const std::vector<test::Example> eval = MakeExamples(500, 2);
+  EstimatorConfig config = test::Config("wide_deep", JoinPath(dir_, "alone"));
+  config.num_ps_shards = 2;
+  absl::StatusOr<std::unique_ptr<Estimator>> alone = Estimator::Create(fs_, config);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  std::vector<Trainer> ring = HybridRing(1);
+  ASSERT_EQ(ring.size(), 1u);
+  absl::StatusOr<TrainResult> a = (*alone)->Train(Input(train, 50, 2), {});
+  absl::StatusOr<TrainResult> b = ring[0].estimator->Train(Input(train, 50, 2), {});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->global_step, a->global_step);
+  EXPECT_EQ(b->examples, a->examples);
+  // The same updates, bit for bit (the evaluation reads the parameter servers).
+  absl::StatusOr<EvalResult> ea = (*alone)->Evaluate(Input(eval, 100, 1), {.write_files = false});
+  absl::StatusOr<EvalResult> eb =
+      ring[0].estimator->Evaluate(Input(eval, 100, 1), {.write_files = false});
+  ASSERT_TRUE(ea.ok() && eb.ok());
+  EXPECT_EQ(eb->metrics["loss"], ea->metrics["loss"]);
+  EXPECT_EQ(eb->metrics["auc"], ea->metrics["auc"]);
+  EXPECT_GT(eb->metrics["auc"], 0.85);
+}
+
+TEST_F(AllReduceTrainTest, HybridTrainersWithUnevenInputsStepTogetherAndMatchTheirServers) {
+  const std::vector<test::Example> all = MakeExamples(1600, 3);
+  const std::vector<test::Example> eval = MakeExamples(500, 4);
+  const std::vector<std::vector<test::Example>> shards = {
+      {all.begin(), all.begin() + 1000}, {all.begin() + 1000, all.end()}, {}};
+  std::vector<Trainer> ring = HybridRing(3);
+  ASSERT_EQ(ring.size(), 3u);
+  std::vector<absl::StatusOr<TrainResult>> results = TrainTogether(ring, shards);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(results[r].ok()) << "trainer " << r << ": " << results[r].status();
+    EXPECT_EQ(results[r]->global_step, 20) << r;
+    EXPECT_EQ(results[r]->stop_reason, "input exhausted") << r;
+    EXPECT_EQ(results[r]->examples, static_cast<int64_t>(shards[r].size())) << r;
+  }
+  // Every replica, and the servers' copy, holds the same dense values; the tables are the
+  // servers' alone.
+  const ModelSpec& spec = ring[0].estimator->model_spec();
+  std::vector<std::string> names;
+  for (const DenseVariableSpec& d : spec.dense) names.push_back(d.name);
+  ASSERT_FALSE(names.empty());
+  ParameterClient servers({servers_[0].get(), servers_[1].get()});
+  ASSERT_TRUE(servers.Attach(spec).ok());
+  std::vector<Tensor> copy;
+  ASSERT_TRUE(servers.PullDense(&copy).ok());
+  for (int r = 0; r < 3; ++r) {
+    std::vector<Tensor> mine;
+    ASSERT_TRUE(ring[r].replica->PullDense(names, &mine).ok());
+    ASSERT_EQ(mine.size(), copy.size());
+    for (size_t i = 0; i < mine.size(); ++i) {
+      ASSERT_EQ(mine[i].size(), copy[i].size());
+      EXPECT_TRUE(std::equal(mine[i].data(), mine[i].data() + mine[i].size(), copy[i].data()))
+          << "trainer " << r << " " << names[i];
+    }
+    absl::StatusOr<std::vector<TableStats>> stats = ring[r].replica->GetTableStats();
+    ASSERT_TRUE(stats.ok());
+    EXPECT_TRUE(stats->empty());
+  }
+  absl::StatusOr<EvalResult> e =
+      ring[0].estimator->Evaluate(Input(eval, 100, 1), {.write_files = false});
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_GT(e->metrics["auc"], 0.85);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "shoal/base/status.h"
 #include "shoal/checkpoint/checkpoint.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
+#include "shoal/estimator/all_reduce_parameters.h"
 #include "shoal/estimator/models.h"
 #include "shoal/export/export_dir.h"
 #include "shoal/export/inference_checkpoint.h"
@@ -129,6 +130,11 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(FileSystems& fs,
     }
   }
   estimator->client_ = std::make_unique<ParameterClient>(std::move(shards));
+  AllReduceParameters* ring = estimator->config_.all_reduce;
+  if (ring != nullptr && ring->hybrid()) {
+    estimator->train_client_ =
+        std::make_unique<ParameterClient>(std::vector<ParameterService*>{ring});
+  }
   estimator->context_ = estimator->NewModelContext(estimator->config_.run.seed);
   return estimator;
 }
@@ -157,12 +163,13 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
     // The chief initialises or restores the parameter servers; this trainer uses them.
     if (loaded_) return absl::OkStatus();
     ASSIGN_OR_RETURN(global_step_, config_.role->WaitForModel());
+    if (train_client_ != nullptr || config_.all_reduce == nullptr) {
+      RETURN_IF_ERROR(client_->Attach(spec_));
+    }
     if (config_.all_reduce != nullptr) {
       // This trainer's replica starts from the checkpoint the chief announced (it saves one
       // before announcing the model).
       RETURN_IF_ERROR(LoadReplica());
-    } else {
-      RETURN_IF_ERROR(client_->Attach(spec_));
     }
     loaded_ = true;
     return absl::OkStatus();
@@ -186,6 +193,11 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
     sync_set_ = true;
   }
   if (config_.role != nullptr && !announced_) {
+    if (train_client_ != nullptr) {
+      // hybrid: the chief's replica of the dense variables starts from the checkpoint it restored
+      // or saved, as the other trainers' do.
+      RETURN_IF_ERROR(LoadReplica());
+    }
     RETURN_IF_ERROR(config_.role->ModelReady(global_step_, loaded_checkpoint_));
     announced_ = true;
   }
@@ -195,15 +207,16 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
 absl::Status Estimator::LoadReplica() {
   ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(config_.run.model_dir));
   ASSIGN_OR_RETURN(const std::string latest, LatestCheckpoint(*fs, config_.run.model_dir),
-                   "run.strategy all_reduce: the chief's checkpoint to start the replica from");
+                   "the chief's checkpoint to start the replica from (run.strategy ",
+                   config_.run.strategy, ")");
   ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(*fs, latest));
   if (reader->step() != global_step_) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("run.strategy all_reduce: the chief announced the model at step ",
-                     global_step_, " but the latest checkpoint in ", config_.run.model_dir,
-                     " is of step ", reader->step(), " (do the trainers share model_dir?)"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run.strategy ", config_.run.strategy, ": the chief announced the model at step ",
+        global_step_, " but the latest checkpoint in ", config_.run.model_dir, " is of step ",
+        reader->step(), " (do the trainers share model_dir?)"));
   }
-  RETURN_IF_ERROR_CTX(client_->Restore(spec_, latest), "restoring ", latest);
+  RETURN_IF_ERROR_CTX(StepClient()->Restore(spec_, latest), "restoring ", latest);
   loaded_checkpoint_ = latest;
   LOG(INFO) << "Replica restored from " << latest << " (global step " << global_step_ << ")";
   return absl::OkStatus();
@@ -369,7 +382,8 @@ absl::StatusOr<std::string> Estimator::SaveCut(FileSystem& fs) {
   // and resumes once the shards have snapshotted, not after the write. Alone, nobody else changes
   // the parameters while this trainer saves; in sync mode nobody does when every trainer takes
   // part in each update (this one has not committed the next).
-  // Under run.strategy all_reduce only this trainer changes its replica: the save is one cut.
+  // Under run.strategy all_reduce only this trainer changes its replica: the save is one cut. So
+  // it is under hybrid: between two steps every trainer's part of the update is in (a barrier).
   const bool hold = config_.role != nullptr && !sync() && config_.all_reduce == nullptr &&
                     config_.run.checkpoint_hold_timeout_secs > 0;
   bool cut = config_.role == nullptr || config_.all_reduce != nullptr ||

@@ -109,7 +109,11 @@ struct EstimatorConfig {
   JobRole* role = nullptr;
   // run.strategy all_reduce: this trainer's replica of the model, kept identical to the other
   // trainers' over their ring (all_reduce_parameters.h); it is also parameter_shards' one entry.
-  // Training then runs in lockstep with the other trainers (TrainLockstep). Not owned.
+  // run.strategy hybrid: the same over the replica of the dense variables and the parameter
+  // servers (all_reduce->hybrid()); parameter_shards are then the servers, which the Estimator
+  // loads, saves, evaluates and exports as with parameter_server, while its training steps go
+  // through `all_reduce`. Training then runs in lockstep with the other trainers
+  // (TrainLockstep). Not owned.
   AllReduceParameters* all_reduce = nullptr;
   // features.label_vocabulary: the class names of PredictBatch::classes; empty = none.
   std::vector<std::string> label_vocabulary;
@@ -240,9 +244,14 @@ class Estimator {
   bool sync() const { return config_.run.sync_replicas > 0; }
   // Whether Train pulls the next batch during a step (run.pipeline_pull).
   bool PipelinePull() const;
-  // run.strategy all_reduce, a trainer other than the chief: restores its replica from the latest
-  // checkpoint, which must be of the step the chief announced.
+  // run.strategy all_reduce (a trainer other than the chief) and hybrid (every trainer): restores
+  // its replica from the latest checkpoint, which must be of the step the chief announced.
   absl::Status LoadReplica();
+  // The client the training steps look up and push through: under hybrid the replica's
+  // (train_client_), else the parameters' own.
+  ParameterClient* StepClient() const {
+    return train_client_ != nullptr ? train_client_.get() : client_.get();
+  }
   // The body of every training step (the single loop, the extra training threads, lockstep):
   // on a prepared step of `ctx` (its lookups made), runs the model_fn, validates its spec,
   // back-propagates and pushes the gradients as update `step` (under the push gate, where
@@ -299,6 +308,7 @@ class Estimator {
   EstimatorConfig config_;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
   std::unique_ptr<ParameterClient> client_;
+  std::unique_ptr<ParameterClient> train_client_;  // hybrid: over config_.all_reduce
   std::unique_ptr<ModelContext> context_;
   ModelSpec spec_;
   bool is_chief() const { return config_.role == nullptr || config_.role->is_chief(); }

@@ -1,5 +1,5 @@
-// Estimator::TrainLockstep: the step loop of run.strategy all_reduce (estimator.h has the
-// contract, all_reduce_parameters.h the exchange).
+// Estimator::TrainLockstep: the step loop of run.strategy all_reduce and hybrid (estimator.h has
+// the contract, all_reduce_parameters.h the exchange).
 //
 // Every trainer runs this loop with the same global step. A step begins with an agreement (the
 // step's examples over every trainer, and whether one wants to stop), so that every trainer
@@ -69,7 +69,7 @@ absl::Status Estimator::TrainLockstep(BatchSource& source,
     }
     absl::Status status = [&]() -> absl::Status {
       if (have) {
-        RETURN_IF_ERROR(ctx.Prepare(batch, Mode::kTrain, global_step_, client_.get(), &prepared));
+        RETURN_IF_ERROR(ctx.Prepare(batch, Mode::kTrain, global_step_, StepClient(), &prepared));
         ASSIGN_OR_RETURN(context.loss, RunTrainStep(ctx, batch, prepared, step,
                                                     /*check_loss=*/false, nullptr, nullptr));
       }

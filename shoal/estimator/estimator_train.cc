@@ -431,7 +431,7 @@ absl::StatusOr<float> Estimator::RunTrainStep(ModelContext& ctx, const FeatureBa
                                               PreparedStep& prepared, int64_t step, bool check_loss,
                                               const std::function<void()>& before_model,
                                               const std::function<void()>& after_push) {
-  ctx.BeginPreparedStep(batch, client_.get(), &prepared);
+  ctx.BeginPreparedStep(batch, StepClient(), &prepared);
   if (before_model) before_model();
   absl::StatusOr<EstimatorSpec> spec =
       config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);

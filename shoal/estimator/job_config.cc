@@ -427,7 +427,8 @@ absl::Status ParseRun(const Ctx& ctx, MapReader& r, RunConfig* run) {
   RETURN_IF_ERROR(r.Read("save_histograms_steps", &run->save_histograms_steps, 0));
   RETURN_IF_ERROR(r.Read("seed", &run->seed));
   RETURN_IF_ERROR(r.Read("sync_replicas", &run->sync_replicas, 0));
-  RETURN_IF_ERROR(r.ReadEnum("strategy", &run->strategy, {"parameter_server", "all_reduce"}));
+  RETURN_IF_ERROR(
+      r.ReadEnum("strategy", &run->strategy, {"parameter_server", "all_reduce", "hybrid"}));
   RETURN_IF_ERROR(r.Read("collective_timeout_secs", &run->collective_timeout_secs, 1));
   RETURN_IF_ERROR(r.ReadEnum("pipeline_pull", &run->pipeline_pull, {"auto", "on", "off"}));
   RETURN_IF_ERROR(r.Read("train_threads", &run->train_threads, 1));
@@ -445,26 +446,29 @@ absl::Status ParseRun(const Ctx& ctx, MapReader& r, RunConfig* run) {
                      "more than 1 needs asynchronous training (sync_replicas 0); synchronous "
                      "training is for clusters, whose trainers are processes");
   }
-  if (run->strategy == "all_reduce") {
+  if (run->strategy != "parameter_server") {
     // The ring keeps its trainers in lockstep: one step, one exchange, the same on every replica.
+    const std::string& strategy = run->strategy;
     if (run->sync_replicas > 0) {
-      return r.ErrorAt("sync_replicas",
-                       "must be 0 with strategy all_reduce, which is synchronous by itself");
+      return r.ErrorAt("sync_replicas", absl::StrCat("must be 0 with strategy ", strategy,
+                                                     ", which is synchronous by itself"));
     }
     if (run->train_threads > 1) {
-      return r.ErrorAt("train_threads",
-                       "must be 1 with strategy all_reduce: start more workers instead");
+      return r.ErrorAt("train_threads", absl::StrCat("must be 1 with strategy ", strategy,
+                                                     ": start more workers instead"));
     }
     if (run->pipeline_pull == "on") {
-      return r.ErrorAt("pipeline_pull",
-                       "'on' needs asynchronous training; strategy all_reduce steps in lockstep");
+      return r.ErrorAt("pipeline_pull", absl::StrCat("'on' needs asynchronous training; strategy ",
+                                                     strategy, " steps in lockstep"));
     }
     if (run->evict_unseen_steps > 0) {
       return r.ErrorAt("evict_unseen_steps",
-                       "eviction is not supported with strategy all_reduce (the chief alone "
-                       "would evict, and the replicas would differ)");
+                       absl::StrCat("eviction is not supported with strategy ", strategy,
+                                    " (the chief alone would evict while the other trainers "
+                                    "step with it)"));
     }
   }
+
   if (run->pipeline_pull == "on" && run->sync_replicas > 0) {
     return r.ErrorAt("pipeline_pull",
                      "'on' needs asynchronous training (sync_replicas 0): a synchronous step must "

@@ -177,7 +177,7 @@ TEST(JobConfigTest, PipelinePullIsAutoOnOrOffAndOnlyOnWhenAsync) {
   EXPECT_NE(sync_on.find("needs asynchronous training"), std::string::npos) << sync_on;
 }
 
-TEST(JobConfigTest, StrategyIsParameterServerOrAllReduceAndAllReduceRefusesWhatItCannotDo) {
+TEST(JobConfigTest, StrategyIsParameterServerAllReduceOrHybridAndTheRingsRefuseWhatTheyCannotDo) {
   absl::StatusOr<JobConfig> config = Parse(kMinimal);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->run.strategy, "parameter_server");
@@ -186,14 +186,19 @@ TEST(JobConfigTest, StrategyIsParameterServerOrAllReduceAndAllReduceRefusesWhatI
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->run.strategy, "all_reduce");
   EXPECT_EQ(config->run.collective_timeout_secs, 20);
-  const std::string hybrid = ErrorOf(kMinimal, {"run.strategy=hybrid"});
-  EXPECT_NE(hybrid.find("run.strategy"), std::string::npos) << hybrid;
-  EXPECT_NE(hybrid.find("all_reduce"), std::string::npos) << hybrid;
-  for (const std::string& bad : {"run.sync_replicas=2", "run.train_threads=2",
-                                 "run.pipeline_pull=on", "run.evict_unseen_steps=100"}) {
-    const std::string error = ErrorOf(kMinimal, {"run.strategy=all_reduce", bad});
-    EXPECT_NE(error.find(bad.substr(0, bad.find('='))), std::string::npos) << error;
-    EXPECT_NE(error.find("all_reduce"), std::string::npos) << error;
+  config = Parse(kMinimal, {"run.strategy=hybrid"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->run.strategy, "hybrid");
+  const std::string unknown = ErrorOf(kMinimal, {"run.strategy=mirrored"});
+  EXPECT_NE(unknown.find("run.strategy"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("hybrid"), std::string::npos) << unknown;
+  for (const std::string strategy : {"all_reduce", "hybrid"}) {
+    for (const std::string bad : {"run.sync_replicas=2", "run.train_threads=2",
+                                  "run.pipeline_pull=on", "run.evict_unseen_steps=100"}) {
+      const std::string error = ErrorOf(kMinimal, {"run.strategy=" + strategy, bad});
+      EXPECT_NE(error.find(bad.substr(0, bad.find('='))), std::string::npos) << error;
+      EXPECT_NE(error.find("strategy " + strategy), std::string::npos) << error;
+    }
   }
   EXPECT_NE(ErrorOf(kMinimal, {"run.collective_timeout_secs=0"}).find("collective_timeout_secs"),
             std::string::npos);

@@ -183,7 +183,7 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
   coordinator_options.max_steps = options.job.run.max_steps;
   coordinator_options.heartbeat_timeout = options.heartbeat_timeout;
   coordinator_options.completion_timeout = options.completion_timeout;
-  coordinator_options.replicated_trainers = options.job.run.strategy == "all_reduce";
+  coordinator_options.replicated_trainers = options.trains_in_ring();
   Coordinator coordinator(coordinator_options);
   ASSIGN_OR_RETURN(const std::string address, options.cluster.Address(task));
   ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> grpc,
@@ -207,14 +207,16 @@ absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::o
           options.connect_deadline);
     }
     std::unique_ptr<ReplicaRing> ring;
-    if (options.job.run.strategy == "all_reduce") {
-      ASSIGN_OR_RETURN(ring, JoinReplicaRing(options, &coordinator, &coordinator, generation));
+    if (options.trains_in_ring()) {
+      ASSIGN_OR_RETURN(ring,
+                       JoinReplicaRing(options, &coordinator, &coordinator, generation, ps.shards));
     }
     ClusterRole role(&coordinator, &coordinator, task, incarnation, options, generation);
     ASSIGN_OR_RETURN(EstimatorConfig config, MemberEstimatorConfig(options));
     config.parameter_shards = ps.shards;
     if (ring != nullptr) {
-      config.parameter_shards = {ring->parameters.get()};
+      // all_reduce: the replica is the model; hybrid: the servers are, the replica trains.
+      if (!ring->parameters->hybrid()) config.parameter_shards = {ring->parameters.get()};
       config.all_reduce = ring->parameters.get();
     }
     config.role = &role;

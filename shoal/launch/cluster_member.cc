@@ -83,15 +83,17 @@ absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorS
   heartbeat.emplace(&coordinator, task, incarnation, options.heartbeat_interval);
   ASSIGN_OR_RETURN(PsStubs ps, ConnectPs(options, &*heartbeat));
   std::unique_ptr<ReplicaRing> ring;
-  if (options.job.run.strategy == "all_reduce") {
-    ASSIGN_OR_RETURN(ring, JoinReplicaRing(options, &coordinator, nullptr, registered.generation));
+  if (options.trains_in_ring()) {
+    ASSIGN_OR_RETURN(
+        ring, JoinReplicaRing(options, &coordinator, nullptr, registered.generation, ps.shards));
   }
 
   ClusterRole role(&coordinator, nullptr, task, incarnation, options);
   ASSIGN_OR_RETURN(EstimatorConfig config, MemberEstimatorConfig(options));
   config.parameter_shards = ps.shards;
   if (ring != nullptr) {
-    config.parameter_shards = {ring->parameters.get()};
+    // all_reduce: the replica is the model; hybrid: the servers are, the replica trains.
+    if (!ring->parameters->hybrid()) config.parameter_shards = {ring->parameters.get()};
     config.all_reduce = ring->parameters.get();
   }
   config.role = &role;
@@ -171,10 +173,10 @@ absl::Status RunWorker(const MemberOptions& options, uint64_t incarnation) {
       case AfterFailure::kJobFailed:
         return JobFailedError(status.message());
       case AfterFailure::kGiveUp:
-        // all_reduce: the ring broke, yet this incarnation still stands (a restarted chief's
-        // coordinator took it back by a heartbeat, say). A new incarnation's registration rolls
-        // the cluster back, and the next ring includes this trainer.
-        if (options.job.run.strategy == "all_reduce" && MayBeRollback(status) &&
+        // all_reduce and hybrid: the ring broke, yet this incarnation still stands (a restarted
+        // chief's coordinator took it back by a heartbeat, say). A new incarnation's registration
+        // rolls the cluster back, and the next ring includes this trainer.
+        if (options.trains_in_ring() && MayBeRollback(status) &&
             ++ring_rejoins <= kMaxRingRejoins) {
           incarnation = NewIncarnation();
           LOG(WARNING) << task.ToString() << ": rejoining the job as incarnation "
@@ -343,8 +345,13 @@ absl::Status CheckStrategy(const MemberOptions& options) {
   }
   if (ps == 0) {
     return absl::InvalidArgumentError(
-        "cluster.ps: run.strategy parameter_server needs at least one parameter server (or "
-        "set run.strategy=all_reduce)");
+        absl::StrCat("cluster.ps: run.strategy ", options.job.run.strategy,
+                     " needs at least one parameter server (or set run.strategy=all_reduce)"));
+  }
+  if (options.job.run.strategy == "hybrid" && options.train_input) {
+    return absl::UnimplementedError(
+        "fed sessions (tf.Session over placeholders) with run.strategy hybrid are not supported "
+        "yet");
   }
   return absl::OkStatus();
 }

@@ -66,6 +66,9 @@ struct MemberOptions {
   std::string predict_output;
   std::vector<std::string> passthrough;
   bool predicting() const { return !predict_output.empty(); }
+  // Whether the trainers train in a ring (run.strategy all_reduce or hybrid; not a prediction,
+  // which reads the model where it is).
+  bool trains_in_ring() const { return job.run.strategy != "parameter_server" && !predicting(); }
   // Run around every training step of the chief and the workers (the Python package's hooks),
   // and told of every checkpoint the chief saves; not owned.
   std::vector<SessionRunHook*> train_hooks;

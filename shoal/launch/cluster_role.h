@@ -130,10 +130,9 @@ class ClusterRole final : public JobRole {
   absl::StatusOr<StepReply> AdvanceStep(int64_t steps) override {
     // Sync training: the global step is the parameter servers' version, which only the chief
     // reports (once per version); the others only read the job's phase.
-    // So does all_reduce, whose trainers step together.
+    // So do all_reduce and hybrid, whose trainers step together.
     const bool only_read =
-        (options_.job.run.sync_replicas > 0 || options_.job.run.strategy == "all_reduce") &&
-        !is_chief();
+        (options_.job.run.sync_replicas > 0 || options_.trains_in_ring()) && !is_chief();
     absl::StatusOr<JobState> job = only_read
                                        ? coordinator_->Heartbeat(task_, incarnation_)
                                        : coordinator_->AdvanceStep(task_, incarnation_, steps);

@@ -49,13 +49,17 @@ absl::StatusOr<std::string> CoordinatorRendezvousStore::Get(absl::string_view ke
   }
 }
 
-absl::StatusOr<std::unique_ptr<ReplicaRing>> JoinReplicaRing(const MemberOptions& options,
-                                                             CoordinatorService* coordinator,
-                                                             Coordinator* chief,
-                                                             int64_t generation) {
+absl::StatusOr<std::unique_ptr<ReplicaRing>> JoinReplicaRing(
+    const MemberOptions& options, CoordinatorService* coordinator, Coordinator* chief,
+    int64_t generation, std::vector<ParameterService*> servers) {
   const TaskId task = options.cluster.task;
-  if (options.job.run.strategy != "all_reduce") {
-    return absl::InvalidArgumentError("a replica ring needs run.strategy all_reduce");
+  const std::string& strategy = options.job.run.strategy;
+  if (strategy != "all_reduce" && strategy != "hybrid") {
+    return absl::InvalidArgumentError("a replica ring needs run.strategy all_reduce or hybrid");
+  }
+  if ((strategy == "hybrid") == servers.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.strategy ", strategy, " with ", servers.size(), " parameter servers"));
   }
   if (task.role != TaskRole::kChief && task.role != TaskRole::kWorker) {
     return absl::InvalidArgumentError(
@@ -125,7 +129,7 @@ absl::StatusOr<std::unique_ptr<ReplicaRing>> JoinReplicaRing(const MemberOptions
   collective.timeout = timeout;
   LOG(INFO) << task.ToString() << ": joining the ring of " << collective.size << " of "
             << options.cluster.num_trainers() << " trainers as rank " << collective.rank
-            << " (run.strategy all_reduce, generation " << generation << ")";
+            << " (run.strategy " << strategy << ", generation " << generation << ")";
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(ring->collective, Collective::Connect(*ring->store, collective),
                    "joining the trainers' ring");
@@ -134,8 +138,8 @@ absl::StatusOr<std::unique_ptr<ReplicaRing>> JoinReplicaRing(const MemberOptions
   // Compare the replicas at every checkpoint interval (or every 1000 steps).
   const int64_t every =
       options.job.run.save_checkpoints_steps > 0 ? options.job.run.save_checkpoints_steps : 1000;
-  ring->parameters =
-      std::make_unique<AllReduceParameters>(ring->replica.get(), ring->collective.get(), every);
+  ring->parameters = std::make_unique<AllReduceParameters>(
+      ring->replica.get(), ring->collective.get(), every, std::move(servers));
   return ring;
 }
 

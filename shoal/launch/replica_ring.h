@@ -1,11 +1,12 @@
-// The trainers' ring of run.strategy all_reduce, as a cluster member builds it: its replica of
-// the model (an in-process parameter server), a Collective over the chief's coordinator as the
-// rendezvous store, and the AllReduceParameters the Estimator trains through
-// (estimator/all_reduce_parameters.h). docs/cluster.md, "Strategies".
+// The trainers' ring of run.strategy all_reduce and hybrid, as a cluster member builds it: its
+// replica of the model (an in-process parameter server; hybrid: of the dense variables), a
+// Collective over the chief's coordinator as the rendezvous store, and the AllReduceParameters
+// the Estimator trains through (estimator/all_reduce_parameters.h). docs/cluster.md,
+// "Strategies".
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<ReplicaRing> ring,
-//                    JoinReplicaRing(options, &coordinator, generation));
-//   config.parameter_shards = {ring->parameters.get()};
+//                    JoinReplicaRing(options, &coordinator, chief, generation, ps.shards));
+//   config.parameter_shards = ps.shards;  // all_reduce: {ring->parameters.get()}
 //   config.all_reduce = ring->parameters.get();
 //
 // Membership. The chief decides who is in the ring of each job generation: the trainers registered
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -56,10 +58,11 @@ struct ReplicaRing {
 
 // Joins this trainer's ring of job generation `generation`, waiting at most
 // run.collective_timeout_secs for the others. `chief` is the chief's own coordinator (which
-// publishes the members), null in a worker. INVALID_ARGUMENT when the job is not run.strategy
-// all_reduce or the member is not a trainer.
+// publishes the members), null in a worker. `servers`: the parameter servers (hybrid; not owned,
+// must outlive the ring). INVALID_ARGUMENT when the job is not run.strategy all_reduce or
+// hybrid, or the member is not a trainer.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<ReplicaRing>> JoinReplicaRing(
     const MemberOptions& options, CoordinatorService* coordinator, Coordinator* chief,
-    int64_t generation);
+    int64_t generation, std::vector<ParameterService*> servers);
 
 }  // namespace shoal

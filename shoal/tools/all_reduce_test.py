@@ -1,6 +1,7 @@
-"""run.strategy all_reduce on real multi-process clusters over loopback (docs/cluster.md,
-"Strategies"): no parameter servers, every trainer a replica, each step's gradients summed over a
-Gloo ring of the trainers.
+"""run.strategy all_reduce and hybrid on real multi-process clusters over loopback (docs/cluster.md,
+"Strategies"): all_reduce has no parameter servers, every trainer a replica, each step's gradients
+summed over a Gloo ring of the trainers; hybrid keeps the embedding tables on parameter servers
+and the dense variables on the trainers' ring.
 
 Uses the small CSV task of job_cli_test.py (600 training rows, 2 epochs). $SHOAL_BIN is the binary
 (ctest sets it).
@@ -14,19 +15,24 @@ from cluster_test import KILL_EPOCHS, KILL_TEST_SETTINGS, data_tasks, launch_and
 from job_cli_test import BATCH_SIZE, write_job
 
 ALL_REDUCE = ["--set", "run.strategy=all_reduce"]
+HYBRID = ["--set", "run.strategy=hybrid"]
 
 
 def replica_checks(out):
     """{step: {task: checksum}} from every trainer's `Replicas identical at step` lines."""
     checks = {}
     for task, step, checksum in re.findall(
-            r"^\[(\S+)\] .*Replicas identical at step (\d+) \(\d+ trainers, checksum (\w+)\)",
+            r"^\[(\S+)\] .*Replicas identical at step (\d+) \(\d+ trainers[^,]*, checksum (\w+)\)",
             out, re.MULTILINE):
         checks.setdefault(int(step), {})[task] = checksum
     return checks
 
 
-def test_all_reduce_trains_every_record_once_per_epoch_with_identical_replicas(tmp_path):
+@pytest.mark.parametrize("strategy", ["all_reduce", "hybrid"])
+def test_the_ring_trains_every_record_once_per_epoch_with_identical_replicas(tmp_path, strategy):
+    """A ring of 3 trainers: all_reduce without parameter servers, hybrid with 2 (the tables and a
+    copy of the dense variables, checked bit for bit against the replicas)."""
+    ps = 2 if strategy == "hybrid" else 0
     job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=10)
     single = run("train", job.config, "--model-dir", str(tmp_path / "single"))
     assert single.returncode == 0, single.stderr[-3000:]
@@ -35,11 +41,12 @@ def test_all_reduce_trains_every_record_once_per_epoch_with_identical_replicas(t
     wide = run("train", job.config, "--model-dir", str(tmp_path / "wide"),
                "--set", f"input.train.batch_size={3 * BATCH_SIZE}")
     assert wide.returncode == 0, wide.stderr[-3000:]
-    out = run("launch", job.config, "--ps", "0", "--workers", "2", *ALL_REDUCE,
+    out = run("launch", job.config, "--ps", str(ps), "--workers", "2",
+              "--set", f"run.strategy={strategy}",
               "--set", "input.train.split_bytes=2048", "--model-dir", str(tmp_path / "ring"))
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-5000:]
-    assert "[ps:" not in out.stdout
+    assert ("[ps:" in out.stdout) == (ps > 0)
     for task in ("chief:0", "worker:0", "worker:1"):
         assert re.search(rf"\[{task}\] .*joining the ring of 3 of 3 trainers as rank", text), task
     one = json.loads((tmp_path / "single" / "summary.json").read_text())
@@ -58,6 +65,10 @@ def test_all_reduce_trains_every_record_once_per_epoch_with_identical_replicas(t
     for step, by_task in checks.items():
         assert set(by_task) == {"chief:0", "worker:0", "worker:1"}, (step, by_task)
         assert len(set(by_task.values())) == 1, (step, by_task)
+    if strategy == "hybrid":
+        # ... and with the parameter servers' copy of the dense variables.
+        assert re.search(r"\[chief:0\] .*Replicas identical at step \d+ \(3 trainers and the "
+                         r"parameter servers' dense copy", out.stdout), out.stdout[-5000:]
     # Each update averages 3 batches, so this small task gets a third of one process's updates
     # (as with run.sync_replicas): as good as the one process with 3 times the batch. Which rows
     # make each step depends on which trainer leased which task, so on 14 updates of a 600-row
@@ -67,9 +78,14 @@ def test_all_reduce_trains_every_record_once_per_epoch_with_identical_replicas(t
     assert ring["metrics"]["accuracy"] >= same["metrics"]["accuracy"] - 0.07, (same, ring)
     assert ring["metrics"]["auc"] >= same["metrics"]["auc"] - 0.04, (same, ring)
     assert "exported: " in out.stdout
-    # The chief's checkpoints are its replica: one shard, one cut.
+    # all_reduce: the chief's checkpoints are its replica, one shard. hybrid: the parameter
+    # servers', one shard each. One cut either way.
     ckpt = tmp_path / "ring" / f"ckpt-{ring['global_step']}"
-    assert sorted(p.name for p in ckpt.glob("*.data")) == ["shard-00000-of-00001.data"]
+    n = max(ps, 1)
+    assert sorted(p.name for p in ckpt.glob("*.data")) == \
+        [f"shard-{k:05d}-of-{n:05d}.data" for k in range(n)]
+    last_cut = rf"\[chief:0\] .*Checkpoint {ring['global_step']}: one cut"
+    assert re.search(last_cut, text), text[-3000:]
 
 
 def test_the_strategy_must_match_the_cluster(tmp_path):
@@ -88,21 +104,28 @@ def test_the_strategy_must_match_the_cluster(tmp_path):
               "--set", "run.sync_replicas=2", "--model-dir", str(tmp_path / "c"))
     assert bad.returncode != 0
     assert "run.sync_replicas: must be 0 with strategy all_reduce" in bad.stdout + bad.stderr
+    hybrid = run("launch", job.config, "--ps", "0", *HYBRID, "--model-dir", str(tmp_path / "d"))
+    assert hybrid.returncode != 0
+    assert "run.strategy hybrid needs at least one parameter server" in \
+        hybrid.stdout + hybrid.stderr
 
 
-@pytest.mark.parametrize("restarts", [1, 0])
-def test_a_killed_trainer_rolls_the_ring_back_and_the_job_finishes(tmp_path, restarts):
+@pytest.mark.parametrize("strategy,restarts", [("all_reduce", 1), ("all_reduce", 0),
+                                              ("hybrid", 1)])
+def test_a_killed_trainer_rolls_the_ring_back_and_the_job_finishes(tmp_path, strategy, restarts):
     """worker:0 of a ring of 2 is SIGKILLed mid-training. The survivor's next collective fails at
     once. With a restart, the new incarnation's registration rolls the cluster back and the ring
     forms again with it; without, the coordinator declares it dead (3 s) and the chief trains on
     in a ring of one. Either way every trainer restores the last checkpoint (with the data-task
-    queue), and the job finishes with every epoch complete, evaluated and exported."""
+    queue; hybrid: the chief restores the parameter servers too), and the job finishes with every
+    epoch complete, evaluated and exported."""
     job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
     model_dir = tmp_path / "m"
     code, out = launch_and_kill(job, model_dir, "worker", "--max-restarts", str(restarts),
-                                *ALL_REDUCE, *KILL_TEST_SETTINGS,
+                                "--set", f"run.strategy={strategy}", *KILL_TEST_SETTINGS,
                                 "--set", "run.heartbeat_timeout_secs=3",
-                                "--set", "run.collective_timeout_secs=20", ps=0)
+                                "--set", "run.collective_timeout_secs=20",
+                                ps=1 if strategy == "hybrid" else 0)
     assert code == 0, out[-6000:]
     found = re.search(r"\[chief:0\] rollbacks: (\[.*\])", out)
     assert found, out[-6000:]
@@ -115,7 +138,7 @@ def test_a_killed_trainer_rolls_the_ring_back_and_the_job_finishes(tmp_path, res
     if restarts:
         assert "restarting worker:0 (restart 1 of 1)" in out, out[-6000:]
         assert re.search(r"\[worker:0\] .*joining the ring of 2 of 2 trainers as rank 1 "
-                         r"\(run.strategy all_reduce, generation [2-9]", out), out[-6000:]
+                         rf"\(run.strategy {strategy}, generation [2-9]", out), out[-6000:]
     else:
         assert "worker:0 is dead" in out, out[-6000:]
         assert re.search(r"\[chief:0\] .*joining the ring of 1 of 2 trainers as rank 0 "
@@ -126,6 +149,33 @@ def test_a_killed_trainer_rolls_the_ring_back_and_the_job_finishes(tmp_path, res
     assert tasks["epochs_completed"] == KILL_EPOCHS, tasks
     assert all(r >= len(job.train_rows) for r in tasks["records_per_epoch"]), tasks
     assert "exported: " in out, out[-3000:]
+    summary = json.loads((model_dir / "summary.json").read_text())
+    assert summary["epochs_completed"] == KILL_EPOCHS, summary
+    assert summary["metrics"]["auc"] > 0.7, summary
+
+
+def test_a_killed_parameter_server_of_a_hybrid_ring_rolls_the_cluster_back(tmp_path):
+    """hybrid: ps:0 of 2 (half of every table, and part of the dense copy) is SIGKILLed and
+    restarted. Its new incarnation holds nothing, so the cluster rolls back: the chief restores
+    both servers from the last checkpoint, every trainer's replica restores its dense variables
+    from it, the ring forms again, and the job finishes with every epoch complete."""
+    job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
+    model_dir = tmp_path / "m"
+    code, out = launch_and_kill(job, model_dir, "ps", "--max-restarts", "1", *HYBRID,
+                                *KILL_TEST_SETTINGS, "--set", "run.heartbeat_timeout_secs=3",
+                                "--set", "run.collective_timeout_secs=20", ps=2)
+    assert code == 0, out[-6000:]
+    assert "restarting ps:0 (restart 1 of 1)" in out, out[-6000:]
+    found = re.search(r"\[chief:0\] rollbacks: (\[.*\])", out)
+    assert found, out[-6000:]
+    rollbacks = json.loads(found.group(1))
+    assert len(rollbacks) >= 1 and rollbacks[0]["reason"].startswith("ps:0 "), rollbacks
+    assert len(re.findall(r"\[worker:0\] .*Replica restored from .*ckpt-\d+", out)) >= 2, \
+        out[-6000:]
+    tasks = data_tasks(out)
+    n = tasks["tasks_per_epoch"]
+    assert tasks["tasks_done_per_epoch"] == [n] * KILL_EPOCHS, tasks
+    assert all(r >= len(job.train_rows) for r in tasks["records_per_epoch"]), tasks
     summary = json.loads((model_dir / "summary.json").read_text())
     assert summary["epochs_completed"] == KILL_EPOCHS, summary
     assert summary["metrics"]["auc"] > 0.7, summary
