@@ -160,7 +160,7 @@ bool WaitForRollback(Coordinator& coordinator, int64_t generation, const MemberO
 // Before a prediction: a checkpoint to predict with, and an output directory without a finished
 // prediction (created when missing).
 absl::Status CheckPredictionJob(const MemberOptions& options) {
-  FileSystems& fs = DefaultFileSystems();
+  FileSystems& fs = options.fs();
   const std::string& model_dir = options.job.run.model_dir;
   ASSIGN_OR_RETURN(FileSystem * model_fs, fs.For(model_dir), "model_dir");
   absl::StatusOr<std::string> latest = LatestCheckpoint(*model_fs, model_dir);
@@ -176,7 +176,7 @@ absl::Status CheckPredictionJob(const MemberOptions& options) {
 }  // namespace
 
 absl::Status RunChief(const MemberOptions& options, uint64_t incarnation, std::ostream& out) {
-  FileSystems& fs = DefaultFileSystems();
+  FileSystems& fs = options.fs();
   const TaskId task = options.cluster.task;
   CoordinatorOptions coordinator_options;
   coordinator_options.cluster = options.cluster;

@@ -45,7 +45,7 @@ namespace shoal {
 namespace launch_internal {
 
 absl::Status RunPs(const MemberOptions& options, uint64_t incarnation) {
-  FileSystems& fs = DefaultFileSystems();
+  FileSystems& fs = options.fs();
   const TaskId task = options.cluster.task;
   ParameterServer server(fs, task.index, static_cast<int>(options.cluster.ps.size()));
   ASSIGN_OR_RETURN(const std::string address, options.cluster.Address(task));
@@ -69,7 +69,7 @@ namespace {
 // One incarnation of a worker: register, train, wait for the job's end.
 absl::Status RunWorkerIncarnation(const MemberOptions& options, GrpcCoordinatorService& coordinator,
                                   uint64_t incarnation) {
-  FileSystems& fs = DefaultFileSystems();
+  FileSystems& fs = options.fs();
   const TaskId task = options.cluster.task;
   ASSIGN_OR_RETURN(const JobState registered,
                    RegisterTask(&coordinator, task, incarnation, options));
@@ -213,7 +213,7 @@ absl::Status ReportFinalEvaluation(FileSystem& fs, const std::string& model_dir,
 // writing model_dir/eval (events, metrics.json) as the chief's evaluations do; evaluates the
 // final checkpoint once the job is done, then exits.
 absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
-  FileSystems& fs = DefaultFileSystems();
+  FileSystems& fs = options.fs();
   const TaskId task = options.cluster.task;
   if (options.predicting()) {
     // A prediction has nothing to evaluate: the evaluator only takes part in the job's end.
@@ -230,7 +230,7 @@ absl::Status RunEvaluator(const MemberOptions& options, uint64_t incarnation) {
   RETURN_IF_ERROR(connection.Reconnect(options.connect_deadline));
   RETURN_IF_ERROR(RegisterTask(&connection.stub(), task, incarnation, options).status());
   ASSIGN_OR_RETURN(EstimatorConfig config,
-                   EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry()));
+                   EstimatorConfigFromJob(fs, options.job, options.models()));
   ASSIGN_OR_RETURN(std::unique_ptr<Estimator> estimator, Estimator::Create(fs, std::move(config)));
   const std::string& model_dir = options.job.run.model_dir;
   ASSIGN_OR_RETURN(FileSystem * model_fs, fs.For(model_dir));

@@ -37,6 +37,8 @@
 #include "shoal/estimator/hooks.h"
 #include "shoal/estimator/job.h"
 #include "shoal/estimator/job_config.h"
+#include "shoal/estimator/models.h"
+#include "shoal/io/file_systems.h"
 #include "shoal/rpc/cluster_spec.h"
 
 namespace shoal {
@@ -78,6 +80,15 @@ struct MemberOptions {
   // tasks, and the job ends when every trainer's input has ended (or at run.max_steps).
   InputFn train_input;
   Schema train_schema;  // train_input's columns: the model's feature layout comes from them
+  // Where the member reads and writes (input, model_dir, checkpoints, exports) and the models its
+  // job may name; not owned. Null: the process's own (DefaultFileSystems(),
+  // GlobalModelRegistry()). A test runs a whole cluster of members as threads over one mem://.
+  FileSystems* file_systems = nullptr;
+  ModelRegistry* model_registry = nullptr;
+  FileSystems& fs() const { return file_systems != nullptr ? *file_systems : DefaultFileSystems(); }
+  ModelRegistry& models() const {
+    return model_registry != nullptr ? *model_registry : GlobalModelRegistry();
+  }
 };
 
 // A member that stops because the chief failed the job (not because of its own error) returns

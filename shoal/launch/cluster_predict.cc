@@ -19,7 +19,7 @@ absl::StatusOr<int64_t> PredictLeasedTasks(Estimator& estimator, const MemberOpt
                                            const InputConfig& input,
                                            CoordinatorService* coordinator, TaskId task,
                                            uint64_t incarnation) {
-  FileSystems& fs = DefaultFileSystems();
+  FileSystems& fs = options.fs();
   ASSIGN_OR_RETURN(FileSystem * out_fs, fs.For(options.predict_output), "--predict-output");
   // "worker-1-<incarnation>": HDFS refuses ':' in names.
   PredictionOutput files(*out_fs, options.predict_output,
@@ -55,7 +55,7 @@ absl::Status FinishClusterPrediction(const Coordinator& coordinator, const Estim
     return absl::DataLossError(absl::StrCat("prediction: ", done, " of the ", tasks,
                                             " data tasks were done when every trainer finished"));
   }
-  FileSystems& fs = DefaultFileSystems();
+  FileSystems& fs = options.fs();
   ASSIGN_OR_RETURN(FileSystem * out_fs, fs.For(options.predict_output), "--predict-output");
   PredictionSummary summary;
   summary.rows = stats->records_per_epoch.front();

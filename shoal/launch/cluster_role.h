@@ -178,7 +178,7 @@ class ClusterRole final : public JobRole {
     if (local_ == nullptr) return absl::OkStatus();
     if (stage == kFinalEvaluationStage) {
       // A report left by an earlier run of this model_dir must not pass for this one's.
-      ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(FinalEvaluationPath()));
+      ASSIGN_OR_RETURN(FileSystem * fs, options_.fs().For(FinalEvaluationPath()));
       absl::Status deleted = fs->DeleteFile(FinalEvaluationPath());
       if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
     }
@@ -198,7 +198,7 @@ class ClusterRole final : public JobRole {
                  "step "
               << global_step << ")";
     const std::string path = FinalEvaluationPath();
-    ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
+    ASSIGN_OR_RETURN(FileSystem * fs, options_.fs().For(path));
     const absl::Time deadline = absl::Now() + options_.completion_timeout;
     while (true) {
       if (absl::StatusOr<std::string> text = ReadFileToString(*fs, path); text.ok()) {
@@ -250,8 +250,8 @@ class ClusterRole final : public JobRole {
   }
 
   // The "data_tasks" the checkpoint's manifest keeps ("" when it has none: static input then).
-  static absl::StatusOr<std::string> DataTaskState(const std::string& checkpoint) {
-    ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(checkpoint));
+  absl::StatusOr<std::string> DataTaskState(const std::string& checkpoint) const {
+    ASSIGN_OR_RETURN(FileSystem * fs, options_.fs().For(checkpoint));
     ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader,
                      CheckpointReader::Open(*fs, checkpoint));
     const nlohmann::json extra =

@@ -43,16 +43,16 @@ namespace shoal::launch_internal {
 // A trainer's Estimator config: the feature layout of the train input, or, in a prediction, of
 // the input being scored (a prediction needs no training data).
 absl::StatusOr<EstimatorConfig> MemberEstimatorConfig(const MemberOptions& options) {
-  FileSystems& fs = DefaultFileSystems();
+  FileSystems& fs = options.fs();
   if (options.train_input) {
     return EstimatorConfigFromSchema(
-        fs, options.job, GlobalModelRegistry(),
+        fs, options.job, options.models(),
         {.schema = options.train_schema, .name = "the fed input", .require_label = false});
   }
-  if (!options.predicting()) return EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry());
+  if (!options.predicting()) return EstimatorConfigFromJob(fs, options.job, options.models());
   ASSIGN_OR_RETURN(const InputConfig input,
                    PredictionInputFromJob(options.job, options.predict_input));
-  return EstimatorConfigFromJob(fs, options.job, GlobalModelRegistry(),
+  return EstimatorConfigFromJob(fs, options.job, options.models(),
                                 {.input = input, .name = "input.predict", .require_label = false});
 }
 

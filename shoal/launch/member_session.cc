@@ -108,7 +108,7 @@ absl::StatusOr<JobState> HeartbeatOrRegister(CoordinatorService* coordinator, co
 absl::Status RecordJobEnd(const MemberOptions& options, int64_t global_step) {
   if (options.job_id.empty() || options.predicting()) return absl::OkStatus();
   const std::string path = JoinPath(options.job.run.model_dir, kJobEndFile);
-  ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
+  ASSIGN_OR_RETURN(FileSystem * fs, options.fs().For(path));
   const nlohmann::json j = {{"job_id", options.job_id}, {"global_step", global_step}};
   return WriteFileAtomically(*fs, path, j.dump() + "\n");
 }
@@ -116,7 +116,7 @@ absl::Status RecordJobEnd(const MemberOptions& options, int64_t global_step) {
 absl::StatusOr<bool> JobEndRecorded(const MemberOptions& options) {
   if (options.job_id.empty() || options.predicting()) return false;
   const std::string path = JoinPath(options.job.run.model_dir, kJobEndFile);
-  ASSIGN_OR_RETURN(FileSystem * fs, DefaultFileSystems().For(path));
+  ASSIGN_OR_RETURN(FileSystem * fs, options.fs().For(path));
   absl::StatusOr<std::string> text = ReadFileToString(*fs, path);
   if (absl::IsNotFound(text.status())) return false;
   RETURN_IF_ERROR(text.status());

@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<ReplicaRing>> JoinReplicaRing(
   }
   ASSIGN_OR_RETURN(const std::string address, options.cluster.Address(task));
   auto ring = std::make_unique<ReplicaRing>();
-  ring->replica = std::make_unique<ParameterServer>(DefaultFileSystems(), 0, 1);
+  ring->replica = std::make_unique<ParameterServer>(options.fs(), 0, 1);
   ring->store = std::make_unique<CoordinatorRendezvousStore>(coordinator);
   const std::string scope = absl::StrCat("ring/", generation, "/");
   const absl::Duration timeout = absl::Seconds(options.job.run.collective_timeout_secs);
