@@ -6,6 +6,9 @@ says how the cluster of TF_CONFIG shares the model (docs/cluster.md, "Strategies
   are summed over a ring of the trainers.
 - ``ParameterServerStrategy``: ``run.strategy parameter_server``, shoal's default (TF_CONFIG lists
   the ``ps``).
+- ``experimental.HybridStrategy`` (shoal's own; TF has none): ``run.strategy hybrid``. The
+  embedding tables on the ``ps`` of TF_CONFIG, the dense variables on every trainer, their
+  gradients summed over a ring of the trainers as with ``MultiWorkerMirroredStrategy``.
 
 ``strategy.scope()`` is accepted (an Estimator program builds its model in ``model_fn``, where
 the strategy already applies). Strategies for devices of one machine (``MirroredStrategy``,
@@ -17,7 +20,8 @@ import json
 import os
 import types
 
-__all__ = ["MultiWorkerMirroredStrategy", "ParameterServerStrategy", "MirroredStrategy",
+__all__ = ["MultiWorkerMirroredStrategy", "ParameterServerStrategy", "HybridStrategy",
+           "MirroredStrategy",
            "CollectiveCommunication", "CommunicationImplementation", "CommunicationOptions",
            "experimental"]
 
@@ -101,6 +105,14 @@ class ParameterServerStrategy(_Strategy):
         return _trainers()
 
 
+class HybridStrategy(MultiWorkerMirroredStrategy):
+    """shoal's ``run.strategy hybrid`` (no TF counterpart: HugeCTR's and Persia's layout): the
+    embedding tables live on the parameter servers TF_CONFIG lists, the dense variables on every
+    trainer, and each step's gradients are summed over a ring of the trainers (in lockstep, as
+    ``MultiWorkerMirroredStrategy``; ``communication_options.timeout_seconds`` likewise)."""
+    run_strategy = "hybrid"
+
+
 class MirroredStrategy(_Strategy):
     """Refused: one machine's devices. shoal trains on CPU threads: ``run.train_threads``."""
 
@@ -114,6 +126,7 @@ class MirroredStrategy(_Strategy):
 experimental = types.ModuleType("shoal.distribute.experimental", "tf.distribute.experimental")
 experimental.MultiWorkerMirroredStrategy = MultiWorkerMirroredStrategy
 experimental.ParameterServerStrategy = ParameterServerStrategy
+experimental.HybridStrategy = HybridStrategy
 experimental.CollectiveCommunication = CollectiveCommunication
 experimental.CommunicationImplementation = CommunicationImplementation
 experimental.CommunicationOptions = CommunicationOptions

@@ -715,6 +715,11 @@ def test_strategies_map_to_run_strategy_and_others_are_refused(monkeypatch):
         train_distribute=tf.distribute.experimental.ParameterServerStrategy())
     assert ps.run_section()["strategy"] == "parameter_server"
     assert "strategy" not in tf.estimator.RunConfig().run_section()
+    # shoal's own: tables on the PS, dense variables on the trainers' ring.
+    hybrid = tf.distribute.experimental.HybridStrategy(communication_options=options)
+    run = tf.estimator.RunConfig(train_distribute=hybrid).run_section()
+    assert run["strategy"] == "hybrid" and run["collective_timeout_secs"] == 45, run
+    assert hybrid.num_replicas_in_sync == 3
     with pytest.raises(NotImplementedError, match="MirroredStrategy"):
         tf.distribute.MirroredStrategy()
     with pytest.raises(NotImplementedError, match="MultiWorkerMirroredStrategy"):

@@ -226,6 +226,15 @@ TEST_F(AllReduceTrainTest, AHybridRingOfOneTrainsExactlyAsOneProcessWithItsServe
   ASSERT_TRUE(alone.ok()) << alone.status();
   std::vector<Trainer> ring = HybridRing(1);
   ASSERT_EQ(ring.size(), 1u);
+  // hybrid outside a cluster is refused up front.
+  EstimatorConfig lone = test::Config("wide_deep", JoinPath(dir_, "lone"));
+  lone.all_reduce = ring[0].parameters.get();
+  lone.parameter_shards = {servers_[0].get(), servers_[1].get()};
+  absl::StatusOr<std::unique_ptr<Estimator>> refused = Estimator::Create(fs_, lone);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("hybrid needs a cluster"), std::string::npos)
+      << refused.status();
   absl::StatusOr<TrainResult> a = (*alone)->Train(Input(train, 50, 2), {});
   absl::StatusOr<TrainResult> b = ring[0].estimator->Train(Input(train, 50, 2), {});
   ASSERT_TRUE(a.ok()) << a.status();

@@ -48,6 +48,12 @@ absl::Status Check(const EstimatorConfig& config) {
   if (config.run.log_step_count_steps < 1) {
     return absl::InvalidArgumentError("run.log_step_count_steps must be >= 1");
   }
+  if (config.all_reduce != nullptr && config.all_reduce->hybrid() &&
+      (config.role == nullptr || config.parameter_shards.empty())) {
+    return absl::InvalidArgumentError(
+        "EstimatorConfig: run.strategy hybrid needs a cluster: a role and the parameter servers "
+        "as parameter_shards");
+  }
   if (config.run.sync_replicas < 0) {
     return absl::InvalidArgumentError("run.sync_replicas must be >= 0");
   }

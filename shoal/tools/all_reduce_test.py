@@ -86,6 +86,21 @@ def test_the_ring_trains_every_record_once_per_epoch_with_identical_replicas(tmp
         [f"shard-{k:05d}-of-{n:05d}.data" for k in range(n)]
     last_cut = rf"\[chief:0\] .*Checkpoint {ring['global_step']}: one cut"
     assert re.search(last_cut, text), text[-3000:]
+    if strategy == "hybrid":
+        # The parameter servers hold the whole model: a cluster prediction reads them and scores
+        # as `shoal predict` does from the checkpoint.
+        eval_csv = str(tmp_path / "job" / "eval.csv")
+        cluster = run("launch", job.config, "--ps", "2", "--workers", "1", *HYBRID,
+                      "--model-dir", str(tmp_path / "ring"), "--predict-input", eval_csv,
+                      "--predict-output", str(tmp_path / "scored"))
+        assert cluster.returncode == 0, (cluster.stdout + cluster.stderr)[-3000:]
+        single = run("predict", job.config, "--model-dir", str(tmp_path / "ring"),
+                     "--input", eval_csv, "--output", str(tmp_path / "single.jsonl"))
+        assert single.returncode == 0, single.stderr[-3000:]
+        scored = sorted(line for part in sorted((tmp_path / "scored").glob("part-*"))
+                        for line in part.read_text().splitlines())
+        assert len(scored) == len(job.eval_rows)
+        assert scored == sorted((tmp_path / "single.jsonl").read_text().splitlines())
 
 
 def test_the_strategy_must_match_the_cluster(tmp_path):
@@ -192,7 +207,8 @@ def test_fashion_mnist_on_a_ring_of_two_reaches_the_parameter_server_accuracy(tm
     assert summary["metrics"]["accuracy"] >= 0.85, summary
 
 
-def test_a_killed_chief_is_restarted_and_the_ring_forms_again(tmp_path):
+@pytest.mark.parametrize("strategy", ["all_reduce", "hybrid"])
+def test_a_killed_chief_is_restarted_and_the_ring_forms_again(tmp_path, strategy):
     """The chief, a trainer of the ring and the coordinator, is SIGKILLed mid-training. `shoal
     launch` starts it again: the worker rejoins the new coordinator, the ring forms again, the
     chief restores the last checkpoint with its data-task queue, and the job finishes with every
@@ -200,9 +216,10 @@ def test_a_killed_chief_is_restarted_and_the_ring_forms_again(tmp_path):
     job = write_job(tmp_path / "job", tmp_path / "model", log_step_count_steps=5)
     model_dir = tmp_path / "m"
     code, out = launch_and_kill(job, model_dir, "chief", "--max-restarts", "1", "--evaluator",
-                                *ALL_REDUCE, *KILL_TEST_SETTINGS,
+                                "--set", f"run.strategy={strategy}", *KILL_TEST_SETTINGS,
                                 "--set", "run.heartbeat_timeout_secs=3",
-                                "--set", "run.collective_timeout_secs=20", ps=0)
+                                "--set", "run.collective_timeout_secs=20",
+                                ps=1 if strategy == "hybrid" else 0)
     assert code == 0, out[-6000:]
     assert "restarting chief:0 (restart 1 of 1)" in out, out[-6000:]
     # The new chief forms the ring again. (The worker usually logs "rejoining the job" after its
