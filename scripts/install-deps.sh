@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what shoal needs on Debian 12, idempotently and quietly.
 #   scripts/install-deps.sh            build + test dependencies (C++ libraries, tools, data set)
-#   scripts/install-deps.sh --bench    also what the benchmarks compare against (OpenBLAS)
+#   scripts/install-deps.sh --bench    also what the benchmarks compare against (OpenBLAS;
+#                                      libxsmm and oneDNN for bench/gemm_shapes_bench.cc)
 #   scripts/install-deps.sh --compare  also the PyTorch peer of bench/compare (Debian's
 #                                      python3-torch, and python3-pandas to pre-parse its input)
 # Only missing packages are installed; a machine that has them all does no network access.
@@ -27,7 +28,7 @@ packages=(
   openjdk-17-jdk-headless maven
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libopenblas-dev)
+  packages+=(libopenblas-dev libxsmm-dev libdnnl-dev)
 fi
 if [[ "${1:-}" == "--compare" ]]; then
   packages+=(python3-torch python3-pandas)
