@@ -20,6 +20,7 @@
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/estimator/all_reduce_parameters.h"
 #include "shoal/estimator/models.h"
+#include "shoal/estimator/step_runner.h"
 #include "shoal/export/export_dir.h"
 #include "shoal/export/inference_checkpoint.h"
 #include "shoal/io/file_util.h"
@@ -508,6 +509,7 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input, const EvalO
   std::vector<std::pair<std::string, std::unique_ptr<nn::Metric>>> metrics;
   FeatureBatch batch;
   ModelContext& ctx = *context_;
+  const StepRunner runner(config_.model_fn, config_.params);
   int64_t batches = 0;
   while (options.steps == 0 || batches < options.steps) {
     absl::Status next = source->Next(&batch);
@@ -516,23 +518,19 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input, const EvalO
     context.batch_size = batch.batch_size;
     RETURN_IF_ERROR(RunHooks(options.hooks, &SessionRunHook::BeforeRun, context));
     absl::Status status = [&]() -> absl::Status {
-      RETURN_IF_ERROR(ctx.BeginStep(batch, Mode::kEval, global_step_, client_.get()));
-      absl::StatusOr<EstimatorSpec> spec =
-          config_.model_fn(ctx, batch.labels, Mode::kEval, config_.params);
-      RETURN_IF_ERROR(ctx.status());
-      RETURN_IF_ERROR(spec.status());
-      RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kEval, batch.batch_size));
-      const double batch_loss = spec->loss->value[0];
+      ASSIGN_OR_RETURN(const EstimatorSpec spec,
+                       runner.Run(ctx, batch, Mode::kEval, global_step_, client_.get()));
+      const double batch_loss = spec.loss->value[0];
       loss.Add(batch_loss, static_cast<double>(batch.batch_size));
       context.loss = batch_loss;
       if (metrics.empty()) {
-        for (const MetricOp& op : spec->metrics) metrics.emplace_back(op.name, op.make());
+        for (const MetricOp& op : spec.metrics) metrics.emplace_back(op.name, op.make());
       }
-      if (metrics.size() != spec->metrics.size()) {
+      if (metrics.size() != spec.metrics.size()) {
         return absl::InvalidArgumentError("model_fn returned a different set of metrics");
       }
       for (size_t i = 0; i < metrics.size(); ++i) {
-        const MetricOp& op = spec->metrics[i];
+        const MetricOp& op = spec.metrics[i];
         if (op.name != metrics[i].first) {
           return absl::InvalidArgumentError("model_fn returned a different set of metrics");
         }
@@ -637,15 +635,8 @@ absl::Status Estimator::Predict(const InputFn& input, const PredictOptions& opti
 }
 
 absl::StatusOr<EstimatorSpec> Estimator::PredictStep(const FeatureBatch& batch) {
-  ModelContext& ctx = *context_;
-  RETURN_IF_ERROR(ctx.BeginStep(batch, Mode::kPredict, global_step_, client_.get()));
-  Tensor no_labels;
-  absl::StatusOr<EstimatorSpec> spec =
-      config_.model_fn(ctx, no_labels, Mode::kPredict, config_.params);
-  RETURN_IF_ERROR(ctx.status());
-  RETURN_IF_ERROR(spec.status());
-  RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kPredict, batch.batch_size));
-  return spec;
+  return StepRunner(config_.model_fn, config_.params)
+      .Run(*context_, batch, Mode::kPredict, global_step_, client_.get());
 }
 
 absl::StatusOr<Signature> Estimator::ExportSignature() {

@@ -18,7 +18,7 @@
 #include "shoal/base/mutex.h"
 #include "shoal/base/status.h"
 #include "shoal/estimator/estimator.h"
-#include "shoal/nn/autodiff.h"
+#include "shoal/estimator/step_runner.h"
 
 namespace shoal {
 
@@ -431,23 +431,16 @@ absl::StatusOr<float> Estimator::RunTrainStep(ModelContext& ctx, const FeatureBa
                                               PreparedStep& prepared, int64_t step, bool check_loss,
                                               const std::function<void()>& before_model,
                                               const std::function<void()>& after_push) {
-  ctx.BeginPreparedStep(batch, StepClient(), &prepared);
-  if (before_model) before_model();
-  absl::StatusOr<EstimatorSpec> spec =
-      config_.model_fn(ctx, batch.labels, Mode::kTrain, config_.params);
-  RETURN_IF_ERROR(ctx.status());
-  RETURN_IF_ERROR(spec.status());
-  RETURN_IF_ERROR(ValidateSpec(*spec, Mode::kTrain, batch.batch_size));
-  const float loss = spec->loss->value[0];
+  const StepRunner runner(config_.model_fn, config_.params);
+  ASSIGN_OR_RETURN(const EstimatorSpec spec,
+                   runner.RunPrepared(ctx, batch, prepared, StepClient(), before_model));
+  const float loss = spec.loss->value[0];
   if (check_loss && !std::isfinite(loss)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the loss is ", loss,
         " (NaN loss during training): lower the learning rate or check the input for bad values"));
   }
-  nn::Backward(spec->loss);
-  ReaderMutexLock gate(&push_gate_);
-  RETURN_IF_ERROR(ctx.PushGradients(step));
-  if (after_push) after_push();
+  RETURN_IF_ERROR(StepRunner::Apply(ctx, spec, step, &push_gate_, after_push));
   return loss;
 }
 
