@@ -17,6 +17,7 @@ then predicting, then the users' story: token rows, 2 PS, Adam). About 4.5 minut
       -m pytest -q python/tests/spark_yarn_test.py
 """
 import json
+import math
 import os
 import random
 import re
@@ -531,14 +532,19 @@ def test_an_executor_killed_mid_training_fails_the_job_at_once_and_a_rerun_resum
     assert "run it again, and it resumes from the last checkpoint in model_dir" in message
     assert killed["ended_at"] - killer.killed_at < 60, (killed, killer.killed_at)
     # Run again, the job resumes from the last checkpoint the killed one completed, with the
-    # data-task queue's state, and finishes its 8 epochs: the tasks leased after that checkpoint
-    # are trained again (at least once per task with failures), up to a checkpoint interval
-    # (100 steps) more than the 469 steps of 8 undisturbed epochs.
+    # data-task queue's state, and finishes its 8 epochs: what was trained after that checkpoint
+    # is trained again (at least once per task with failures). At most: the steps after the
+    # checkpoint (one interval, 100 global steps) and, for each of the 2 trainers, the part of
+    # the task it held at the checkpoint (a task is one 5,000-row file: 20 steps of 256), a few
+    # steps of pushes in flight aside. A run measured 137 more than the 469 of 8 undisturbed
+    # epochs.
     again = app.results["again"]
     assert "summary" in again, again
     summary = again["summary"]
     assert summary["stop_reason"] == "input exhausted", summary
-    assert 8 * 15000 / 256 <= summary["global_step"] <= 8 * 15000 / 256 + 130, summary
+    undisturbed = 8 * 15000 / 256
+    most = 100 + 2 * math.ceil(5000 / 256) + 5
+    assert undisturbed <= summary["global_step"] <= undisturbed + most, summary
     assert summary["metrics"]["auc"] > 0.62, summary
     resumed = [re.search(r"model ready at global step (\d+) \(from " + re.escape(killer.model_dir)
                          + r"/ckpt-(\d+)\)", p.read_text(errors="replace"))

@@ -164,9 +164,12 @@ absl::Status AllReduceParameters::CheckReplicas(int64_t step) {
                        " differs from rank 0's (checksums of the dense values and table rows)"));
     }
   }
-  if (hybrid() && rank() == 0) RETURN_IF_ERROR(CheckServersCopy(step));
+  // hybrid: rank 0 also compares its replica with the servers' copy (once is enough: the others'
+  // replicas are rank 0's).
+  const bool servers_checked = hybrid() && rank() == 0;
+  if (servers_checked) RETURN_IF_ERROR(CheckServersCopy(step));
   LOG(INFO) << "Replicas identical at step " << step << " (" << all.size() << " trainers"
-            << (hybrid() ? " and the parameter servers' dense copy" : "") << ", checksum "
+            << (servers_checked ? " and the parameter servers' dense copy" : "") << ", checksum "
             << absl::StrCat(absl::Hex(mine, absl::kZeroPad16)) << ")";
   return absl::OkStatus();
 }
