@@ -653,10 +653,15 @@ def test_launch_forwards_ctrl_c_and_everything_exits(tmp_path):
 def test_the_evaluator_evaluates_checkpoints_and_the_final_one(tmp_path):
     """With an evaluator the chief does not evaluate: the evaluator evaluates the checkpoints as
     they come, runs the exporters, and in the completion's final-evaluation stage evaluates the
-    final checkpoint and reports it (with its exports) to the chief for the summary."""
+    final checkpoint and reports it (with its exports) to the chief for the summary. The chief
+    learns of an evaluator when it registers (as in TF, the cluster does not list it) and
+    evaluates as without one until then; a start delay of 1 s (TF's default is 120) gives it the
+    time to register: without one, a CI run under load had the chief's first step, and so its
+    first evaluation, 0.1 s before the evaluator registered."""
     job = write_job(tmp_path / "job", tmp_path / "model")
     out = run("launch", job.config, "--ps", "1", "--workers", "1", "--evaluator",
               "--model-dir", str(tmp_path / "m"), "--set", "eval.throttle_secs=0",
+              "--set", "eval.start_delay_secs=1",
               "--set", "input.train.split_bytes=1024", "--set", "input.train.num_epochs=150")
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
     summary = json.loads((tmp_path / "m" / "summary.json").read_text())
