@@ -468,22 +468,24 @@ absl::Status AllReduceParameters::Exchange(absl::Span<const std::string> dense_n
               dense.begin() + static_cast<std::ptrdiff_t>(offset[i + 1]), g.data());
     grads.push_back(std::move(g));
   }
-  if (hybrid()) return ApplyHybrid(names, grads, pushes, step);
+  if (hybrid()) return ApplyHybrid(names, std::move(grads), pushes, step);
   return replica_->PushMany(names, grads, pushes, step);
 }
 
 absl::Status AllReduceParameters::ApplyHybrid(const std::vector<std::string>& names,
-                                              const std::vector<Tensor>& grads,
+                                              std::vector<Tensor> grads,
                                               const std::vector<TablePush>& pushes, int64_t step) {
   if (!names.empty()) RETURN_IF_ERROR(replica_->PushMany(names, grads, {}, step));
-  // This trainer's part of the update, to the servers: the dense variables i % size == rank (an
-  // empty tensor skips a variable), the rows it owns.
-  std::vector<Tensor> dense_part(grads.size());
+  // This trainer's part of the update, to the servers: the dense variables i % size == rank (the
+  // others' gradients emptied: an empty tensor skips a variable), the rows it owns.
+  std::vector<Tensor>& dense_part = grads;
   bool any_dense = false;
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (static_cast<int>(i % static_cast<size_t>(size())) != rank()) continue;
-    dense_part[i] = grads[i];
-    any_dense = true;
+  for (size_t i = 0; i < dense_part.size(); ++i) {
+    if (static_cast<int>(i % static_cast<size_t>(size())) != rank()) {
+      dense_part[i] = Tensor();
+    } else {
+      any_dense = true;
+    }
   }
   std::vector<std::vector<uint64_t>> ids(pushes.size());
   std::vector<std::vector<float>> rows(pushes.size());

@@ -147,7 +147,7 @@ class AllReduceParameters final : public ParameterService {
                             LookupMode mode, int64_t step);
   // hybrid: the reduced update applied to the replica (dense) and this trainer's part of it sent
   // to the servers; then the barrier.
-  absl::Status ApplyHybrid(const std::vector<std::string>& names, const std::vector<Tensor>& grads,
+  absl::Status ApplyHybrid(const std::vector<std::string>& names, std::vector<Tensor> grads,
                            const std::vector<TablePush>& pushes, int64_t step);
   // hybrid: INTERNAL when the servers' copy of a dense variable differs from the replica's.
   absl::Status CheckServersCopy(int64_t step);

@@ -84,37 +84,15 @@ class AllReduceTrainTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = test::FreshTestDir(fs_, "all_reduce_train_test_"); }
 
-  // `n` trainers of the wide & deep model, each with its own model_dir.
-  std::vector<Trainer> Ring(int n) {
-    std::vector<Trainer> trainers(n);
-    std::vector<std::unique_ptr<Collective>> ring =
-        collective_test::ConnectRing(store_, n, "ring/1/", absl::Seconds(30));
-    for (int r = 0; r < n; ++r) trainers[r].ring = std::move(ring[r]);
-    for (int r = 0; r < n; ++r) {
-      Trainer& t = trainers[r];
-      if (t.ring == nullptr) return {};
-      t.replica = std::make_unique<ParameterServer>(fs_, 0, 1);
-      t.parameters =
-          std::make_unique<AllReduceParameters>(t.replica.get(), t.ring.get(), /*check_every=*/10);
-      EstimatorConfig config =
-          test::Config("wide_deep", JoinPath(dir_, absl::StrCat("trainer", r)));
-      config.run.strategy = "all_reduce";
-      config.parameter_shards = {t.parameters.get()};
-      config.all_reduce = t.parameters.get();
-      absl::StatusOr<std::unique_ptr<Estimator>> e = Estimator::Create(fs_, config);
-      EXPECT_TRUE(e.ok()) << e.status();
-      if (!e.ok()) return {};
-      t.estimator = *std::move(e);
-    }
-    return trainers;
-  }
-
-  // `n` hybrid trainers over two parameter-server shards (servers_), sharing one model_dir.
-  std::vector<Trainer> HybridRing(int n) {
-    for (int k = 0; k < 2; ++k) servers_.push_back(std::make_unique<ParameterServer>(fs_, k, 2));
+  // `n` trainers of the wide & deep model. all_reduce: each with its own model_dir. hybrid: over
+  // two parameter-server shards (servers_), sharing one model_dir, with a role of threads.
+  std::vector<Trainer> Ring(int n, bool hybrid = false) {
     std::vector<ParameterService*> shards;
-    for (const auto& s : servers_) shards.push_back(s.get());
-    job_.trainers = n;
+    if (hybrid) {
+      for (int k = 0; k < 2; ++k) servers_.push_back(std::make_unique<ParameterServer>(fs_, k, 2));
+      for (const auto& s : servers_) shards.push_back(s.get());
+      job_.trainers = n;
+    }
     std::vector<Trainer> trainers(n);
     std::vector<std::unique_ptr<Collective>> ring =
         collective_test::ConnectRing(store_, n, "ring/1/", absl::Seconds(30));
@@ -125,18 +103,57 @@ class AllReduceTrainTest : public ::testing::Test {
       t.replica = std::make_unique<ParameterServer>(fs_, 0, 1);
       t.parameters = std::make_unique<AllReduceParameters>(t.replica.get(), t.ring.get(),
                                                            /*check_every=*/10, shards);
-      t.role = std::make_unique<ThreadsRole>(&job_, r == 0);
-      EstimatorConfig config = test::Config("wide_deep", JoinPath(dir_, "hybrid"));
-      config.run.strategy = "hybrid";
+      EstimatorConfig config =
+          test::Config("wide_deep", JoinPath(dir_, hybrid ? "hybrid" : absl::StrCat("trainer", r)));
+      config.run.strategy = hybrid ? "hybrid" : "all_reduce";
       config.parameter_shards = shards;
+      if (!hybrid) config.parameter_shards = {t.parameters.get()};
       config.all_reduce = t.parameters.get();
-      config.role = t.role.get();
+      if (hybrid) {
+        t.role = std::make_unique<ThreadsRole>(&job_, r == 0);
+        config.role = t.role.get();
+      }
       absl::StatusOr<std::unique_ptr<Estimator>> e = Estimator::Create(fs_, config);
       EXPECT_TRUE(e.ok()) << e.status();
       if (!e.ok()) return {};
       t.estimator = *std::move(e);
     }
     return trainers;
+  }
+
+  // Trains `alone` and `ring` (a ring of one) on the same input: the same steps, and the same
+  // updates bit for bit, hence the same evaluation to the last digit.
+  static void ExpectTrainsAsAlone(Estimator& alone, Estimator& ring) {
+    const std::vector<test::Example> train = MakeExamples(1000, 1);
+    const std::vector<test::Example> eval = MakeExamples(500, 2);
+    absl::StatusOr<TrainResult> a = alone.Train(Input(train, 50, 2), {});
+    absl::StatusOr<TrainResult> b = ring.Train(Input(train, 50, 2), {});
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->global_step, a->global_step);
+    EXPECT_EQ(b->examples, a->examples);
+    EXPECT_EQ(b->stop_reason, "input exhausted");
+    absl::StatusOr<EvalResult> ea = alone.Evaluate(Input(eval, 100, 1), {.write_files = false});
+    absl::StatusOr<EvalResult> eb = ring.Evaluate(Input(eval, 100, 1), {.write_files = false});
+    ASSERT_TRUE(ea.ok() && eb.ok());
+    EXPECT_EQ(eb->metrics["loss"], ea->metrics["loss"]);
+    EXPECT_EQ(eb->metrics["auc"], ea->metrics["auc"]);
+    EXPECT_GT(eb->metrics["auc"], 0.85);
+  }
+
+  // 3 trainers with 20, 12 and 0 batches of 50 train together: every one stops at step 20 (one
+  // global step per step of the ring: as many as the longest input has batches).
+  static void ExpectUnevenInputsStepTogether(std::vector<Trainer>& ring) {
+    const std::vector<test::Example> all = MakeExamples(1600, 3);
+    const std::vector<std::vector<test::Example>> shards = {
+        {all.begin(), all.begin() + 1000}, {all.begin() + 1000, all.end()}, {}};
+    std::vector<absl::StatusOr<TrainResult>> results = TrainTogether(ring, shards);
+    for (int r = 0; r < 3; ++r) {
+      ASSERT_TRUE(results[r].ok()) << "trainer " << r << ": " << results[r].status();
+      EXPECT_EQ(results[r]->global_step, 20) << r;
+      EXPECT_EQ(results[r]->stop_reason, "input exhausted") << r;
+      EXPECT_EQ(results[r]->examples, static_cast<int64_t>(shards[r].size())) << r;
+    }
   }
 
   // Trains every trainer of `ring` on its input at once.
@@ -160,46 +177,20 @@ class AllReduceTrainTest : public ::testing::Test {
 };
 
 TEST_F(AllReduceTrainTest, ARingOfOneTrainsExactlyAsOneProcess) {
-  const std::vector<test::Example> train = MakeExamples(1000, 1);
-  const std::vector<test::Example> eval = MakeExamples(500, 2);
   absl::StatusOr<std::unique_ptr<Estimator>> alone =
       Estimator::Create(fs_, test::Config("wide_deep", JoinPath(dir_, "alone")));
   ASSERT_TRUE(alone.ok()) << alone.status();
   std::vector<Trainer> ring = Ring(1);
   ASSERT_EQ(ring.size(), 1u);
-  absl::StatusOr<TrainResult> a = (*alone)->Train(Input(train, 50, 2), {});
-  absl::StatusOr<TrainResult> b = ring[0].estimator->Train(Input(train, 50, 2), {});
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_EQ(b->global_step, a->global_step);
-  EXPECT_EQ(b->examples, a->examples);
-  EXPECT_EQ(b->stop_reason, "input exhausted");
-  // The same updates, bit for bit: the same evaluation to the last digit.
-  absl::StatusOr<EvalResult> ea = (*alone)->Evaluate(Input(eval, 100, 1), {.write_files = false});
-  absl::StatusOr<EvalResult> eb =
-      ring[0].estimator->Evaluate(Input(eval, 100, 1), {.write_files = false});
-  ASSERT_TRUE(ea.ok() && eb.ok());
-  EXPECT_EQ(eb->metrics["loss"], ea->metrics["loss"]);
-  EXPECT_EQ(eb->metrics["auc"], ea->metrics["auc"]);
-  EXPECT_GT(eb->metrics["auc"], 0.85);
+  ExpectTrainsAsAlone(**alone, *ring[0].estimator);
 }
 
 TEST_F(AllReduceTrainTest, TrainersWithUnevenInputsStepTogetherAndEndIdentical) {
-  const std::vector<test::Example> all = MakeExamples(1600, 3);
   const std::vector<test::Example> eval = MakeExamples(500, 4);
-  // 20, 12 and 0 batches of 50.
-  const std::vector<std::vector<test::Example>> shards = {
-      {all.begin(), all.begin() + 1000}, {all.begin() + 1000, all.end()}, {}};
   std::vector<Trainer> ring = Ring(3);
   ASSERT_EQ(ring.size(), 3u);
-  std::vector<absl::StatusOr<TrainResult>> results = TrainTogether(ring, shards);
-  for (int r = 0; r < 3; ++r) {
-    ASSERT_TRUE(results[r].ok()) << "trainer " << r << ": " << results[r].status();
-    // One global step per step of the ring: as many as the longest input has batches.
-    EXPECT_EQ(results[r]->global_step, 20) << r;
-    EXPECT_EQ(results[r]->stop_reason, "input exhausted") << r;
-    EXPECT_EQ(results[r]->examples, static_cast<int64_t>(shards[r].size())) << r;
-  }
+  ExpectUnevenInputsStepTogether(ring);
+  if (HasFatalFailure()) return;
   absl::StatusOr<uint64_t> first = ring[0].parameters->ReplicaChecksum();
   ASSERT_TRUE(first.ok());
   std::vector<double> losses;
@@ -218,13 +209,11 @@ TEST_F(AllReduceTrainTest, TrainersWithUnevenInputsStepTogetherAndEndIdentical) 
 }
 
 TEST_F(AllReduceTrainTest, AHybridRingOfOneTrainsExactlyAsOneProcessWithItsServers) {
-  const std::vector<test::Example> train = MakeExamples(1000, 1);
-  const std::vector<test::Example> eval = MakeExamples(500, 2);
   EstimatorConfig config = test::Config("wide_deep", JoinPath(dir_, "alone"));
   config.num_ps_shards = 2;
   absl::StatusOr<std::unique_ptr<Estimator>> alone = Estimator::Create(fs_, config);
   ASSERT_TRUE(alone.ok()) << alone.status();
-  std::vector<Trainer> ring = HybridRing(1);
+  std::vector<Trainer> ring = Ring(1, /*hybrid=*/true);
   ASSERT_EQ(ring.size(), 1u);
   // hybrid outside a cluster is refused up front.
   EstimatorConfig lone = test::Config("wide_deep", JoinPath(dir_, "lone"));
@@ -235,36 +224,16 @@ TEST_F(AllReduceTrainTest, AHybridRingOfOneTrainsExactlyAsOneProcessWithItsServe
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("hybrid needs a cluster"), std::string::npos)
       << refused.status();
-  absl::StatusOr<TrainResult> a = (*alone)->Train(Input(train, 50, 2), {});
-  absl::StatusOr<TrainResult> b = ring[0].estimator->Train(Input(train, 50, 2), {});
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_EQ(b->global_step, a->global_step);
-  EXPECT_EQ(b->examples, a->examples);
-  // The same updates, bit for bit (the evaluation reads the parameter servers).
-  absl::StatusOr<EvalResult> ea = (*alone)->Evaluate(Input(eval, 100, 1), {.write_files = false});
-  absl::StatusOr<EvalResult> eb =
-      ring[0].estimator->Evaluate(Input(eval, 100, 1), {.write_files = false});
-  ASSERT_TRUE(ea.ok() && eb.ok());
-  EXPECT_EQ(eb->metrics["loss"], ea->metrics["loss"]);
-  EXPECT_EQ(eb->metrics["auc"], ea->metrics["auc"]);
-  EXPECT_GT(eb->metrics["auc"], 0.85);
+  // The evaluation reads the parameter servers.
+  ExpectTrainsAsAlone(**alone, *ring[0].estimator);
 }
 
 TEST_F(AllReduceTrainTest, HybridTrainersWithUnevenInputsStepTogetherAndMatchTheirServers) {
-  const std::vector<test::Example> all = MakeExamples(1600, 3);
   const std::vector<test::Example> eval = MakeExamples(500, 4);
-  const std::vector<std::vector<test::Example>> shards = {
-      {all.begin(), all.begin() + 1000}, {all.begin() + 1000, all.end()}, {}};
-  std::vector<Trainer> ring = HybridRing(3);
+  std::vector<Trainer> ring = Ring(3, /*hybrid=*/true);
   ASSERT_EQ(ring.size(), 3u);
-  std::vector<absl::StatusOr<TrainResult>> results = TrainTogether(ring, shards);
-  for (int r = 0; r < 3; ++r) {
-    ASSERT_TRUE(results[r].ok()) << "trainer " << r << ": " << results[r].status();
-    EXPECT_EQ(results[r]->global_step, 20) << r;
-    EXPECT_EQ(results[r]->stop_reason, "input exhausted") << r;
-    EXPECT_EQ(results[r]->examples, static_cast<int64_t>(shards[r].size())) << r;
-  }
+  ExpectUnevenInputsStepTogether(ring);
+  if (HasFatalFailure()) return;
   // Every replica, and the servers' copy, holds the same dense values; the tables are the
   // servers' alone.
   const ModelSpec& spec = ring[0].estimator->model_spec();
