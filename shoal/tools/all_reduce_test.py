@@ -140,7 +140,8 @@ def test_a_killed_trainer_rolls_the_ring_back_and_the_job_finishes(tmp_path, str
                                 "--set", f"run.strategy={strategy}", *KILL_TEST_SETTINGS,
                                 "--set", "run.heartbeat_timeout_secs=3",
                                 "--set", "run.collective_timeout_secs=20",
-                                ps=1 if strategy == "hybrid" else 0)
+                                ps=1 if strategy == "hybrid" else 0,
+                                after_checkpoint=True)
     assert code == 0, out[-6000:]
     found = re.search(r"\[chief:0\] rollbacks: (\[.*\])", out)
     assert found, out[-6000:]
@@ -178,7 +179,8 @@ def test_a_killed_parameter_server_of_a_hybrid_ring_rolls_the_cluster_back(tmp_p
     model_dir = tmp_path / "m"
     code, out = launch_and_kill(job, model_dir, "ps", "--max-restarts", "1", *HYBRID,
                                 *KILL_TEST_SETTINGS, "--set", "run.heartbeat_timeout_secs=3",
-                                "--set", "run.collective_timeout_secs=20", ps=2)
+                                "--set", "run.collective_timeout_secs=20", ps=2,
+                                after_checkpoint=True)
     assert code == 0, out[-6000:]
     assert "restarting ps:0 (restart 1 of 1)" in out, out[-6000:]
     found = re.search(r"\[chief:0\] rollbacks: (\[.*\])", out)
@@ -219,7 +221,8 @@ def test_a_killed_chief_is_restarted_and_the_ring_forms_again(tmp_path, strategy
                                 "--set", f"run.strategy={strategy}", *KILL_TEST_SETTINGS,
                                 "--set", "run.heartbeat_timeout_secs=3",
                                 "--set", "run.collective_timeout_secs=20",
-                                ps=1 if strategy == "hybrid" else 0)
+                                ps=1 if strategy == "hybrid" else 0,
+                                after_checkpoint=True)
     assert code == 0, out[-6000:]
     assert "restarting chief:0 (restart 1 of 1)" in out, out[-6000:]
     # The new chief forms the ring again. (The worker usually logs "rejoining the job" after its

@@ -180,22 +180,30 @@ def task_pids(model_dir, task_type, index=None):
     return pids
 
 
-def launch_and_kill(job, model_dir, task_type, *args, ps=1):
+def launch_and_kill(job, model_dir, task_type, *args, ps=1, after_checkpoint=False):
     """Runs `shoal launch` with `ps` PS and 1 worker (and `args`), SIGKILLs the first task of
-    `task_type` once worker:0 logged a training step, and returns (exit code, everything
-    printed)."""
+    `task_type` once worker:0 logged a training step -- or, with `after_checkpoint`, once a
+    checkpoint after step 0 is in model_dir (no wait on the launcher's output, which a loaded
+    machine can deliver seconds late; for trainers in lockstep, where it means every trainer
+    trains) -- and returns (exit code, everything printed)."""
     launch = subprocess.Popen([SHOAL, "launch", job.config, "--ps", str(ps), "--workers", "1",
                                "--model-dir", str(model_dir), *args],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         seen = ""
         deadline = time.time() + 120
-        while time.time() < deadline and not re.search(r"\[worker:0\] .*step \d+ \|", seen):
-            line = launch.stdout.readline()
-            if not line:
-                break
-            seen += line
-        assert re.search(r"\[worker:0\] .*step \d+ \|", seen), seen[-3000:]
+        if after_checkpoint:
+            while time.time() < deadline and launch.poll() is None and not any(
+                    p.name != "ckpt-0" for p in model_dir.glob("ckpt-*")):
+                time.sleep(0.005)
+            assert launch.poll() is None, "the job ended before a checkpoint after step 0"
+        else:
+            while time.time() < deadline and not re.search(r"\[worker:0\] .*step \d+ \|", seen):
+                line = launch.stdout.readline()
+                if not line:
+                    break
+                seen += line
+            assert re.search(r"\[worker:0\] .*step \d+ \|", seen), seen[-3000:]
         victims = task_pids(model_dir, task_type, 0)
         assert len(victims) == 1, victims
         os.kill(victims[0], signal.SIGKILL)
