@@ -51,12 +51,12 @@
 #include "shoal/data/ctr_generator.h"
 #include "shoal/data/feature_set.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/parameter_client/parameter_client.h"
+#include "shoal/parameter_client/sparse_batch.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/grpc/grpc_channel.h"
 #include "shoal/rpc/grpc/grpc_parameter_service.h"
 #include "shoal/rpc/grpc/grpc_server.h"
-#include "shoal/worker/parameter_client.h"
-#include "shoal/worker/sparse_batch.h"
 
 namespace shoal {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "absl/status/status.h"
 #include "fuzz/fuzz_util.h"
-#include "shoal/estimator/graph_model.h"
-#include "shoal/estimator/model_fn.h"
+#include "shoal/model/graph_model.h"
+#include "shoal/model/model_fn.h"
 #include "shoal/nn/autodiff.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -10,7 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "fuzz/fuzz_util.h"
-#include "shoal/estimator/job_config.h"
+#include "shoal/config/job_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shoal;

@@ -26,23 +26,33 @@ ALLOWED = {
     "embedding": {"base", "tensor", "optim"},
     "checkpoint": {"base", "io", "tensor", "optim", "embedding"},
     "collective": {"base"},
-    "rpc": {"base", "io", "tensor", "optim", "embedding", "checkpoint"},
-    "coordinator": {"base", "io", "tensor", "data", "optim", "embedding", "checkpoint", "rpc"},
-    "ps": {"base", "io", "tensor", "optim", "embedding", "checkpoint", "rpc"},
-    "worker": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc"},
+    # What a model's parameters are (ModelSpec) and which shard owns each part (placement).
+    "spec": {"base", "tensor", "optim", "embedding"},
+    "rpc": {"base", "io", "tensor", "optim", "embedding", "checkpoint", "spec"},
+    "coordinator": {"base", "io", "tensor", "data", "optim", "embedding", "checkpoint", "spec",
+                    "rpc"},
+    "ps": {"base", "io", "tensor", "optim", "embedding", "checkpoint", "spec", "rpc"},
+    "parameter_client": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint",
+                         "spec", "rpc"},
     "export": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint"},
+    "config": {"base", "io", "tensor", "data", "optim"},
+    # The model API (model_fn, heads, pre-made and graph models, plugins): no runtime, no server.
+    "model": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "spec",
+              "rpc", "parameter_client", "config"},
     "estimator": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint",
-                  "export", "rpc", "coordinator", "ps", "worker", "summary", "collective"},
-    # Serving runs the model code of the estimator layer on an export's weights: never a parameter
-    # server, a coordinator or the gRPC transport (checked below).
+                  "export", "spec", "rpc", "coordinator", "ps", "parameter_client", "config",
+                  "model", "summary", "collective"},
+    # Serving runs the model code of the model layer on an export's weights: never a parameter
+    # server, a coordinator or the gRPC transport (checked below). Of the estimator runtime it
+    # uses only the prediction output's format.
     "serving": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint",
-                "export", "rpc", "worker", "estimator"},
-    "launch": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc",
-               "coordinator", "ps", "worker", "estimator", "export", "serving", "summary",
-               "collective"},
-    "tools": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "rpc",
-              "coordinator", "ps", "worker", "estimator", "export", "serving", "launch",
-              "summary", "collective"},
+                "export", "spec", "rpc", "parameter_client", "config", "model", "estimator"},
+    "launch": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "spec",
+               "rpc", "coordinator", "ps", "parameter_client", "config", "model", "estimator",
+               "export", "serving", "summary", "collective"},
+    "tools": {"base", "io", "tensor", "nn", "data", "optim", "embedding", "checkpoint", "spec",
+              "rpc", "coordinator", "ps", "parameter_client", "config", "model", "estimator",
+              "export", "serving", "launch", "summary", "collective"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]')

@@ -12,8 +12,8 @@
 // binary (a click probability). The linear part trains in the "wide" optimizer group
 // (wide_optimizer), the towers and embeddings in "deep" (optimizer).
 //
-// It uses only the model_fn API (shoal/estimator/model_fn.h), as the pre-made models in
-// shoal/estimator/models.cc do.
+// It uses only the model_fn API (shoal/model/model_fn.h), as the pre-made models in
+// shoal/model/models.cc do.
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,9 +21,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "shoal/estimator/heads.h"
-#include "shoal/estimator/model_fn.h"
-#include "shoal/estimator/plugin.h"
+#include "shoal/model/heads.h"
+#include "shoal/model/model_fn.h"
+#include "shoal/model/plugin.h"
 #include "shoal/nn/dense.h"
 #include "shoal/nn/ops.h"
 

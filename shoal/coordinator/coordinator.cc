@@ -308,20 +308,20 @@ void Coordinator::ReleaseDeadLeases(absl::Time now) {
 }
 
 absl::Status Coordinator::SetDataTasks(std::vector<InputTask> tasks, TaskQueueOptions options,
-                                       absl::string_view state_json) {
+                                       const std::optional<DataTaskQueueState>& state) {
   ASSIGN_OR_RETURN(DataTaskQueue queue, DataTaskQueue::Create(std::move(tasks), options),
                    "the data-task queue");
-  if (!state_json.empty()) {
-    RETURN_IF_ERROR_CTX(queue.RestoreState(state_json), "restoring the data-task queue");
+  if (state.has_value()) {
+    RETURN_IF_ERROR_CTX(queue.RestoreState(*state), "restoring the data-task queue");
   }
   MutexLock lock(&mu_);
   queue_ = std::move(queue);
   const TaskQueueStats stats = queue_->Stats();
   LOG(INFO) << "Data tasks: " << stats.tasks_per_epoch << " per epoch"
-            << (state_json.empty()
-                    ? std::string()
-                    : absl::StrCat(", resumed with ", stats.epochs_completed,
-                                   " epoch(s) complete and ", stats.epochs_opened, " opened"));
+            << (state.has_value()
+                    ? absl::StrCat(", resumed with ", stats.epochs_completed,
+                                   " epoch(s) complete and ", stats.epochs_opened, " opened")
+                    : std::string());
   return absl::OkStatus();
 }
 
@@ -331,9 +331,10 @@ std::optional<TaskQueueStats> Coordinator::DataTaskStats() const {
   return queue_->Stats();
 }
 
-std::string Coordinator::DataTaskStateJson() const {
+std::optional<DataTaskQueueState> Coordinator::DataTaskState() const {
   ReaderMutexLock lock(&mu_);
-  return queue_.has_value() ? queue_->StateJson() : std::string();
+  if (!queue_.has_value()) return std::nullopt;
+  return queue_->State();
 }
 
 absl::StatusOr<TaskLease> Coordinator::LeaseTask(const TaskId& task, uint64_t incarnation,

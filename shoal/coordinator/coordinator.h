@@ -153,15 +153,15 @@ class Coordinator final : public CoordinatorService {
 
   // Chief-side, local only.
 
-  // Makes the job's training input a data-task queue (coordinator/task_queue.h) of `tasks`, from
-  // `state_json` (DataTaskQueue::StateJson of a checkpoint) when not empty. Trainers then lease
-  // tasks with LeaseTask. A trainer's leases return to the queue when it is declared dead or
-  // registers a new incarnation. Call before SetModelReady.
+  // Makes the job's training input a data-task queue (coordinator/task_queue.h) of `tasks`,
+  // resumed from `state` (a checkpoint's) when given. Trainers then lease tasks with LeaseTask. A
+  // trainer's leases return to the queue when it is declared dead or registers a new incarnation.
+  // Call before SetModelReady.
   [[nodiscard]] absl::Status SetDataTasks(std::vector<InputTask> tasks, TaskQueueOptions options,
-                                          absl::string_view state_json);
-  // The queue's figures and state (for checkpoints); nullopt / "" without a queue.
+                                          const std::optional<DataTaskQueueState>& state);
+  // The queue's figures and state (for checkpoints); nullopt without a queue.
   std::optional<TaskQueueStats> DataTaskStats() const;
-  std::string DataTaskStateJson() const;
+  std::optional<DataTaskQueueState> DataTaskState() const;
 
   // Rollback (see the top of this file), chief-side.
 

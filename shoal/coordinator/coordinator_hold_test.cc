@@ -316,7 +316,7 @@ TEST_F(CoordinatorHoldTest, WithLeasedInputAWorkerHoldingNoTaskIsNotWaitedForAnd
   }
   std::vector<InputTask> tasks;
   for (int i = 0; i < 4; ++i) tasks.push_back({.path = absl::StrCat("/data/part-", i)});
-  ASSERT_TRUE(c_->SetDataTasks(tasks, {.num_epochs = 1}, "").ok());
+  ASSERT_TRUE(c_->SetDataTasks(tasks, {.num_epochs = 1}, std::nullopt).ok());
   ASSERT_TRUE(c_->SetModelReady(0, "").ok());
   // worker:0 trains a task; worker:1 holds none (it finished its last one, say).
   absl::StatusOr<TaskLease> w0_task = c_->LeaseTask(Worker(0), kIncarnation, {}, true);

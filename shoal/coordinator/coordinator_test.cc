@@ -331,7 +331,7 @@ TEST(CoordinatorTaskTest, TrainersLeaseAndCompleteTasksUntilTheEnd) {
   // Static input: no queue.
   EXPECT_EQ(coord.LeaseTask(Worker(0), 1, {}, true).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(coord.SetDataTasks(FourTasks(), {.num_epochs = 1}, "").ok());
+  ASSERT_TRUE(coord.SetDataTasks(FourTasks(), {.num_epochs = 1}, std::nullopt).ok());
   ASSERT_TRUE(coord.SetModelReady(0, "").ok());
   EXPECT_EQ(coord.LeaseTask(Ps(0), 1, {}, true).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -371,7 +371,7 @@ TEST(CoordinatorTaskTest, DeadAndRestartedTrainersLoseTheirLeases) {
   for (const TaskId& t : {Chief(), Worker(0), Worker(1), Ps(0)}) {
     ASSERT_TRUE(coord.Register(t, 1).ok());
   }
-  ASSERT_TRUE(coord.SetDataTasks(FourTasks(), {.num_epochs = 1}, "").ok());
+  ASSERT_TRUE(coord.SetDataTasks(FourTasks(), {.num_epochs = 1}, std::nullopt).ok());
   ASSERT_TRUE(coord.SetModelReady(0, "").ok());
   const TaskLease w0 = coord.LeaseTask(Worker(0), 1, {}, true).value();
   const TaskLease w1 = coord.LeaseTask(Worker(1), 1, {}, true).value();
@@ -398,9 +398,11 @@ TEST(CoordinatorTaskTest, DeadAndRestartedTrainersLoseTheirLeases) {
   EXPECT_EQ(coord.DataTaskStats()->tasks_done_per_epoch, std::vector<int64_t>{1});
   // The queue state restores into a new coordinator.
   Coordinator next({.cluster = MakeSpec(2, 1), .clock = clock.AsFunction()});
-  ASSERT_TRUE(next.SetDataTasks(FourTasks(), {.num_epochs = 1}, coord.DataTaskStateJson()).ok());
+  ASSERT_TRUE(next.SetDataTasks(FourTasks(), {.num_epochs = 1}, coord.DataTaskState()).ok());
   EXPECT_EQ(next.DataTaskStats()->tasks_done_per_epoch, std::vector<int64_t>{1});
-  EXPECT_FALSE(next.SetDataTasks(FourTasks(), {.num_epochs = 1}, "{").ok());
+  DataTaskQueueState other_input = *coord.DataTaskState();
+  other_input.tasks_per_epoch = 5;
+  EXPECT_FALSE(next.SetDataTasks(FourTasks(), {.num_epochs = 1}, other_input).ok());
 }
 
 }  // namespace

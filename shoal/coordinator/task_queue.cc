@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "shoal/base/logging.h"
+#include "shoal/base/status.h"
 #include "shoal/tensor/random.h"
 
 namespace shoal {
@@ -162,79 +163,139 @@ TaskQueueStats DataTaskQueue::Stats() const {
   return stats;
 }
 
-std::string DataTaskQueue::StateJson() const {
-  nlohmann::json state;
-  state["tasks_per_epoch"] = num_tasks();
-  state["epochs_opened"] = done_.size();
-  state["epochs_completed"] = epochs_completed_;
+nlohmann::json DataTaskQueueStateToJson(const DataTaskQueueState& state) {
   nlohmann::json done = nlohmann::json::object();
+  for (const auto& [epoch, indices] : state.done) done[std::to_string(epoch)] = indices;
   nlohmann::json records = nlohmann::json::object();
-  for (size_t e = 0; e < done_.size(); ++e) {
-    // Every epoch's record count (the figures a resumed job reports); task lists only for the
-    // epochs still open, so the state stays small.
-    records[std::to_string(e)] = records_[e];
-    if (e < static_cast<size_t>(epochs_completed_)) continue;
-    done[std::to_string(e)] = std::vector<int64_t>(done_[e].begin(), done_[e].end());
-  }
-  state["done"] = std::move(done);
-  state["records"] = std::move(records);
-  return state.dump();
+  for (const auto& [epoch, count] : state.records) records[std::to_string(epoch)] = count;
+  return {{"tasks_per_epoch", state.tasks_per_epoch},
+          {"epochs_opened", state.epochs_opened},
+          {"epochs_completed", state.epochs_completed},
+          {"done", std::move(done)},
+          {"records", std::move(records)}};
 }
 
-absl::Status DataTaskQueue::RestoreState(absl::string_view json) {
-  const nlohmann::json state = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  const auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat("data-task queue state: ", why));
-  };
-  if (!state.is_object()) return bad("not a JSON object");
+namespace {
+
+absl::Status BadState(absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("data-task queue state: ", why));
+}
+
+// Checks what a state says of itself (DataTaskQueueStateFromJson).
+absl::Status ValidateState(const DataTaskQueueState& state) {
+  if (state.tasks_per_epoch < 1 || state.epochs_opened < 0 || state.epochs_completed < 0) {
+    return BadState("tasks_per_epoch must be >= 1, epochs_opened and epochs_completed >= 0");
+  }
+  if (state.epochs_completed > state.epochs_opened) {
+    return BadState("more epochs completed than opened");
+  }
+  for (const auto& [epoch, indices] : state.done) {
+    if (epoch < state.epochs_completed || epoch >= state.epochs_opened) {
+      return BadState(absl::StrCat("'done' has an entry for epoch '", epoch, "'"));
+    }
+    for (int64_t index : indices) {
+      if (index < 0 || index >= state.tasks_per_epoch) {
+        return BadState(absl::StrCat("epoch ", epoch, " lists a task index outside [0, ",
+                                     state.tasks_per_epoch, ")"));
+      }
+    }
+  }
+  for (const auto& [epoch, count] : state.records) {
+    if (epoch < 0 || epoch >= state.epochs_opened || count < 0) {
+      return BadState(absl::StrCat("'records' has a bad entry for epoch '", epoch, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DataTaskQueueState> DataTaskQueueStateFromJson(const nlohmann::json& json) {
+  if (!json.is_object()) return BadState("not a JSON object");
+  DataTaskQueueState state;
   const auto integer = [&](const char* key, int64_t* out) -> absl::Status {
-    auto it = state.find(key);
-    if (it == state.end() || !it->is_number_integer() || it->get<int64_t>() < 0) {
-      return bad(absl::StrCat("'", key, "' is missing or not an integer >= 0"));
+    auto it = json.find(key);
+    if (it == json.end() || !it->is_number_integer() || it->get<int64_t>() < 0) {
+      return BadState(absl::StrCat("'", key, "' is missing or not an integer >= 0"));
     }
     *out = it->get<int64_t>();
     return absl::OkStatus();
   };
-  int64_t per_epoch = 0, opened = 0, completed = 0;
-  if (absl::Status s = integer("tasks_per_epoch", &per_epoch); !s.ok()) return s;
-  if (absl::Status s = integer("epochs_opened", &opened); !s.ok()) return s;
-  if (absl::Status s = integer("epochs_completed", &completed); !s.ok()) return s;
-  if (per_epoch != num_tasks()) {
-    return bad(absl::StrCat("it has ", per_epoch, " tasks per epoch, the input now gives ",
-                            num_tasks(), " (did the input files change?)"));
+  RETURN_IF_ERROR(integer("tasks_per_epoch", &state.tasks_per_epoch));
+  RETURN_IF_ERROR(integer("epochs_opened", &state.epochs_opened));
+  RETURN_IF_ERROR(integer("epochs_completed", &state.epochs_completed));
+  // Epoch keys are decimal integers; anything else is named as it was written.
+  const auto epoch_of = [](const std::string& key, const char* what) -> absl::StatusOr<int64_t> {
+    int64_t e = -1;
+    if (!absl::SimpleAtoi(key, &e) || e < 0) {
+      return BadState(absl::StrCat("'", what, "' has an entry for epoch '", key, "'"));
+    }
+    return e;
+  };
+  auto done_it = json.find("done");
+  if (done_it == json.end() || !done_it->is_object()) return BadState("'done' is not an object");
+  for (const auto& [key, indices] : done_it->items()) {
+    ASSIGN_OR_RETURN(const int64_t e, epoch_of(key, "done"));
+    if (!indices.is_array()) {
+      return BadState(absl::StrCat("'done' has an entry for epoch '", key, "'"));
+    }
+    std::vector<int64_t>& list = state.done[e];
+    for (const nlohmann::json& index : indices) {
+      if (!index.is_number_integer()) {
+        return BadState(absl::StrCat("epoch ", e, " lists a task index that is not an integer"));
+      }
+      list.push_back(index.get<int64_t>());
+    }
   }
-  if (completed > opened) return bad("more epochs completed than opened");
-  auto done_it = state.find("done");
-  auto records_it = state.find("records");
-  if (done_it == state.end() || !done_it->is_object()) return bad("'done' is not an object");
+  // "records" came later than the rest; a state without it reports no records.
+  auto records_it = json.find("records");
+  if (records_it != json.end()) {
+    if (!records_it->is_object()) return BadState("'records' is not an object");
+    for (const auto& [key, count] : records_it->items()) {
+      ASSIGN_OR_RETURN(const int64_t e, epoch_of(key, "records"));
+      if (!count.is_number_integer()) {
+        return BadState(absl::StrCat("'records' has a bad entry for epoch '", key, "'"));
+      }
+      state.records[e] = count.get<int64_t>();
+    }
+  }
+  RETURN_IF_ERROR(ValidateState(state));
+  return state;
+}
+
+DataTaskQueueState DataTaskQueue::State() const {
+  DataTaskQueueState state;
+  state.tasks_per_epoch = num_tasks();
+  state.epochs_opened = static_cast<int64_t>(done_.size());
+  state.epochs_completed = epochs_completed_;
+  for (size_t e = 0; e < done_.size(); ++e) {
+    // Every epoch's record count; task lists only for the epochs still open, so the state stays
+    // small.
+    state.records[static_cast<int64_t>(e)] = records_[e];
+    if (e < static_cast<size_t>(epochs_completed_)) continue;
+    state.done[static_cast<int64_t>(e)] = std::vector<int64_t>(done_[e].begin(), done_[e].end());
+  }
+  return state;
+}
+
+absl::Status DataTaskQueue::RestoreState(const DataTaskQueueState& state) {
+  RETURN_IF_ERROR(ValidateState(state));
+  if (state.tasks_per_epoch != num_tasks()) {
+    return BadState(absl::StrCat("it has ", state.tasks_per_epoch,
+                                 " tasks per epoch, the input now gives ", num_tasks(),
+                                 " (did the input files change?)"));
+  }
+  const int64_t opened = state.epochs_opened;
+  const int64_t completed = state.epochs_completed;
   std::vector<std::set<int64_t>> done(static_cast<size_t>(opened));
   std::vector<int64_t> records(static_cast<size_t>(opened), 0);
   for (int64_t e = 0; e < completed; ++e) {
     for (int64_t i = 0; i < num_tasks(); ++i) done[static_cast<size_t>(e)].insert(i);
   }
-  for (auto& [key, indices] : done_it->items()) {
-    int64_t e = -1;
-    if (!absl::SimpleAtoi(key, &e) || e < completed || e >= opened || !indices.is_array()) {
-      return bad(absl::StrCat("'done' has an entry for epoch '", key, "'"));
-    }
-    for (const nlohmann::json& index : indices) {
-      if (!index.is_number_integer() || index.get<int64_t>() < 0 ||
-          index.get<int64_t>() >= num_tasks()) {
-        return bad(absl::StrCat("epoch ", e, " lists a task index outside [0, ", num_tasks(), ")"));
-      }
-      done[static_cast<size_t>(e)].insert(index.get<int64_t>());
-    }
+  for (const auto& [e, indices] : state.done) {
+    done[static_cast<size_t>(e)].insert(indices.begin(), indices.end());
   }
-  if (records_it != state.end() && records_it->is_object()) {
-    for (auto& [key, count] : records_it->items()) {
-      int64_t e = -1;
-      if (!absl::SimpleAtoi(key, &e) || e < 0 || e >= opened || !count.is_number_integer() ||
-          count.get<int64_t>() < 0) {
-        return bad(absl::StrCat("'records' has a bad entry for epoch '", key, "'"));
-      }
-      records[static_cast<size_t>(e)] = count.get<int64_t>();
-    }
-  }
+  for (const auto& [e, count] : state.records) records[static_cast<size_t>(e)] = count;
   done_ = std::move(done);
   records_ = std::move(records);
   epochs_completed_ = completed;

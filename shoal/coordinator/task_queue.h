@@ -21,9 +21,9 @@
 // a completion from a holder whose lease was released still completes the task (its records were
 // trained), and the lease another trainer took meanwhile is dropped when that one reports.
 //
-// State. StateJson()/RestoreState() carry what a checkpoint must keep: the epochs opened and the
-// tasks done in the unfinished ones. A restored queue re-opens every task not done, so a job
-// restored from a checkpoint resumes mid-epoch; tasks that were leased but not done at the
+// State. State()/RestoreState() carry what a checkpoint must keep (DataTaskQueueState): the epochs
+// opened and the tasks done in the unfinished ones. A restored queue re-opens every task not done,
+// so a job restored from a checkpoint resumes mid-epoch; tasks that were leased but not done at the
 // checkpoint are trained again (their partial updates are in the checkpoint: at least once).
 //
 // Thread-compatible: the coordinator calls it under its lock.
@@ -39,6 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "nlohmann/json.hpp"
 #include "shoal/rpc/coordinator_service.h"
 
 namespace shoal {
@@ -62,6 +63,26 @@ struct TaskQueueStats {
   std::map<std::string, int64_t> tasks_by_holder;  // completions accepted, per holder name
 };
 
+// What a checkpoint keeps of a data-task queue (the manifest's "data_tasks", docs/formats.md).
+struct DataTaskQueueState {
+  int64_t tasks_per_epoch = 0;
+  int64_t epochs_opened = 0;
+  int64_t epochs_completed = 0;  // leading epochs with every task done
+  // Per epoch opened and not complete: the indices (in [0, tasks_per_epoch)) of its tasks done.
+  std::map<int64_t, std::vector<int64_t>> done;
+  // Per epoch opened: the records reported done (the figures a resumed job reports).
+  std::map<int64_t, int64_t> records;
+  bool operator==(const DataTaskQueueState&) const = default;
+};
+
+// {"tasks_per_epoch": N, "epochs_opened": E, "epochs_completed": C, "done": {"<epoch>": [index,
+// ...]}, "records": {"<epoch>": n}}.
+nlohmann::json DataTaskQueueStateToJson(const DataTaskQueueState& state);
+// The state `json` describes, checked for itself (counts >= 0, completed <= opened, epochs and
+// indices in range); INVALID_ARGUMENT naming what is wrong. Whether it fits a queue's tasks is
+// RestoreState's check.
+absl::StatusOr<DataTaskQueueState> DataTaskQueueStateFromJson(const nlohmann::json& json);
+
 class DataTaskQueue {
  public:
   // `tasks` is one epoch's tasks (epoch and id fields ignored), at least one. INVALID_ARGUMENT
@@ -84,13 +105,12 @@ class DataTaskQueue {
   TaskQueueStats Stats() const;
   bool finished() const;  // every epoch done (never with num_epochs 0)
 
-  // {"tasks_per_epoch": N, "epochs_opened": E, "done": {"<epoch>": [index, ...], ...}} for the
-  // epochs opened and not complete, plus "epochs_completed".
-  std::string StateJson() const;
-  // Replaces the state by one StateJson wrote for the same tasks: leases are dropped, and every
-  // task of an opened epoch that is not done is queued again. INVALID_ARGUMENT for malformed
-  // JSON or a different number of tasks per epoch (the input changed).
-  absl::Status RestoreState(absl::string_view json);
+  DataTaskQueueState State() const;
+  // Replaces the state by `state`, one State() gave for the same tasks: leases are dropped, and
+  // every task of an opened epoch that is not done is queued again. INVALID_ARGUMENT for a state
+  // that is not valid (DataTaskQueueStateFromJson's checks) or has a different number of tasks per
+  // epoch (the input changed).
+  absl::Status RestoreState(const DataTaskQueueState& state);
 
  private:
   DataTaskQueue(std::vector<InputTask> tasks, TaskQueueOptions options);

@@ -118,10 +118,14 @@ TEST(DataTaskQueueTest, StateRestoresMidEpochWithLeasedTasksQueuedAgain) {
     ASSERT_TRUE(queue.Complete("w#1", {.id = l.task.id, .records = 5}).ok());
   }
   const TaskLease in_flight = queue.Lease("w#1");
-  const std::string state = queue.StateJson();
+  // Through its JSON form, as a checkpoint's manifest keeps it.
+  const nlohmann::json json = DataTaskQueueStateToJson(queue.State());
+  const absl::StatusOr<DataTaskQueueState> state = DataTaskQueueStateFromJson(json);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(*state, queue.State());
 
   DataTaskQueue restored = Queue(4, {.num_epochs = 3, .shuffle = true, .seed = 9});
-  ASSERT_TRUE(restored.RestoreState(state).ok()) << state;
+  ASSERT_TRUE(restored.RestoreState(*state).ok()) << json.dump();
   EXPECT_EQ(restored.Stats().epochs_completed, 1);
   std::set<int64_t> rest;
   for (int i = 0; i < 2; ++i) {
@@ -148,13 +152,28 @@ TEST(DataTaskQueueTest, BadInputsAreErrors) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(queue.Complete("w#1", {.id = 0, .records = -1}).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_FALSE(queue.RestoreState("not json").ok());
-  EXPECT_FALSE(queue
-                   .RestoreState(R"({"tasks_per_epoch": 4, "epochs_opened": 1,
-                                      "epochs_completed": 0, "done": {}})")
-                   .ok());  // another input
-  const absl::Status bad_index = queue.RestoreState(
+  const auto from_json = [](const char* text) {
+    return DataTaskQueueStateFromJson(nlohmann::json::parse(text)).status();
+  };
+  EXPECT_FALSE(from_json("[]").ok());
+  EXPECT_FALSE(from_json(R"({"tasks_per_epoch": 3, "epochs_opened": 1})").ok());  // no "done"
+  EXPECT_FALSE(from_json(R"({"tasks_per_epoch": 3, "epochs_opened": 1, "epochs_completed": 2,
+                             "done": {}})")
+                   .ok());  // more completed than opened
+  EXPECT_FALSE(from_json(R"({"tasks_per_epoch": 3, "epochs_opened": 1, "epochs_completed": 0,
+                             "done": {"x": []}})")
+                   .ok());
+  const absl::StatusOr<DataTaskQueueState> other_input =
+      DataTaskQueueStateFromJson(nlohmann::json::parse(R"({"tasks_per_epoch": 4, "epochs_opened": 1,
+                                "epochs_completed": 0, "done": {}})"));
+  ASSERT_TRUE(other_input.ok()) << other_input.status();
+  const absl::Status changed = queue.RestoreState(*other_input);
+  EXPECT_NE(changed.message().find("did the input files change?"), std::string::npos) << changed;
+  const absl::Status bad_index = from_json(
       R"({"tasks_per_epoch": 3, "epochs_opened": 1, "epochs_completed": 0, "done": {"0": [5]}})");
+  EXPECT_EQ(
+      queue.RestoreState({.tasks_per_epoch = 3, .epochs_opened = 1, .done = {{0, {5}}}}).code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad_index.message().find("outside [0, 3)"), std::string::npos) << bad_index;
 }
 

@@ -62,8 +62,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "shoal/collective/collective.h"
+#include "shoal/parameter_client/parameter_client.h"
 #include "shoal/rpc/parameter_service.h"
-#include "shoal/worker/parameter_client.h"
 
 namespace shoal {
 

@@ -19,9 +19,9 @@
 #include "gtest/gtest.h"
 #include "shoal/collective/collective_test_util.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/parameter_client/parameter_client.h"
 #include "shoal/ps/parameter_server.h"
-#include "shoal/rpc/parameter_service_test_util.h"
-#include "shoal/worker/parameter_client.h"
+#include "shoal/spec/model_spec_test_util.h"
 
 namespace shoal {
 namespace {

@@ -19,8 +19,8 @@
 #include "shoal/estimator/estimator_test_util.h"
 #include "shoal/estimator/job_role.h"
 #include "shoal/io/path.h"
+#include "shoal/parameter_client/parameter_client.h"
 #include "shoal/ps/parameter_server.h"
-#include "shoal/worker/parameter_client.h"
 
 namespace shoal {
 namespace {
@@ -105,7 +105,7 @@ class AllReduceTrainTest : public ::testing::Test {
                                                            /*check_every=*/10, shards);
       EstimatorConfig config =
           test::Config("wide_deep", JoinPath(dir_, hybrid ? "hybrid" : absl::StrCat("trainer", r)));
-      config.run.strategy = hybrid ? "hybrid" : "all_reduce";
+      config.run.strategy = Strategy(hybrid ? Strategy::Kind::kHybrid : Strategy::Kind::kAllReduce);
       config.parameter_shards = shards;
       if (!hybrid) config.parameter_shards = {t.parameters.get()};
       config.all_reduce = t.parameters.get();
@@ -219,7 +219,14 @@ TEST_F(AllReduceTrainTest, AHybridRingOfOneTrainsExactlyAsOneProcessWithItsServe
   EstimatorConfig lone = test::Config("wide_deep", JoinPath(dir_, "lone"));
   lone.all_reduce = ring[0].parameters.get();
   lone.parameter_shards = {servers_[0].get(), servers_[1].get()};
+  // A ring under a strategy that has none is refused too.
   absl::StatusOr<std::unique_ptr<Estimator>> refused = Estimator::Create(fs_, lone);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("parameter_server has no replica ring"),
+            std::string::npos)
+      << refused.status();
+  lone.run.strategy = Strategy(Strategy::Kind::kHybrid);
+  refused = Estimator::Create(fs_, lone);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("hybrid needs a cluster"), std::string::npos)

@@ -20,8 +20,8 @@
 #include "shoal/coordinator/coordinator.h"
 #include "shoal/coordinator/coordinator_test_util.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/parameter_client/parameter_client.h"
 #include "shoal/ps/parameter_server.h"
-#include "shoal/worker/parameter_client.h"
 
 namespace shoal {
 namespace {

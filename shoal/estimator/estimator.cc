@@ -19,12 +19,12 @@
 #include "shoal/checkpoint/checkpoint.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/estimator/all_reduce_parameters.h"
-#include "shoal/estimator/models.h"
 #include "shoal/estimator/step_runner.h"
 #include "shoal/export/export_dir.h"
 #include "shoal/export/inference_checkpoint.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
+#include "shoal/model/models.h"
 #include "shoal/nn/metrics.h"
 #include "shoal/ps/parameter_server.h"
 
@@ -49,11 +49,20 @@ absl::Status Check(const EstimatorConfig& config) {
   if (config.run.log_step_count_steps < 1) {
     return absl::InvalidArgumentError("run.log_step_count_steps must be >= 1");
   }
-  if (config.all_reduce != nullptr && config.all_reduce->hybrid() &&
+  const Strategy strategy = config.run.strategy;
+  if (strategy.trains_in_ring() != (config.all_reduce != nullptr) ||
+      (config.all_reduce != nullptr &&
+       config.all_reduce->hybrid() != strategy.tables_on_servers())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "EstimatorConfig: run.strategy ", strategy.name(),
+        strategy.trains_in_ring() ? " trains through a replica ring of its kind (all_reduce)"
+                                  : " has no replica ring (all_reduce must be null)"));
+  }
+  if (strategy.trains_in_ring() && strategy.tables_on_servers() &&
       (config.role == nullptr || config.parameter_shards.empty())) {
     return absl::InvalidArgumentError(
-        "EstimatorConfig: run.strategy hybrid needs a cluster: a role and the parameter servers "
-        "as parameter_shards");
+        absl::StrCat("EstimatorConfig: run.strategy ", strategy.name(),
+                     " needs a cluster: a role and the parameter servers as parameter_shards"));
   }
   if (config.run.sync_replicas < 0) {
     return absl::InvalidArgumentError("run.sync_replicas must be >= 0");
@@ -137,8 +146,16 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(FileSystems& fs,
     }
   }
   estimator->client_ = std::make_unique<ParameterClient>(std::move(shards));
+  const RunConfig& run = estimator->config_.run;
+  estimator->saver_ = std::make_unique<CheckpointSaver>(
+      estimator->client_.get(), estimator->config_.role,
+      CheckpointSaver::Options{
+          .model_dir = run.model_dir,
+          .sync_replicas = run.sync_replicas,
+          .every_step_is_a_cut = run.strategy.every_step_is_a_cut(),
+          .hold_timeout = absl::Seconds(std::max<int64_t>(run.checkpoint_hold_timeout_secs, 0))});
   AllReduceParameters* ring = estimator->config_.all_reduce;
-  if (ring != nullptr && ring->hybrid()) {
+  if (ring != nullptr && estimator->config_.run.strategy.servers_hold_the_model()) {
     estimator->train_client_ =
         std::make_unique<ParameterClient>(std::vector<ParameterService*>{ring});
   }
@@ -170,10 +187,9 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
     // The chief initialises or restores the parameter servers; this trainer uses them.
     if (loaded_) return absl::OkStatus();
     ASSIGN_OR_RETURN(global_step_, config_.role->WaitForModel());
-    if (train_client_ != nullptr || config_.all_reduce == nullptr) {
-      RETURN_IF_ERROR(client_->Attach(spec_));
-    }
-    if (config_.all_reduce != nullptr) {
+    const Strategy strategy = config_.run.strategy;
+    if (strategy.servers_hold_the_model()) RETURN_IF_ERROR(client_->Attach(spec_));
+    if (strategy.replicas_on_trainers()) {
       // This trainer's replica starts from the checkpoint the chief announced (it saves one
       // before announcing the model).
       RETURN_IF_ERROR(LoadReplica());
@@ -200,7 +216,8 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
     sync_set_ = true;
   }
   if (config_.role != nullptr && !announced_) {
-    if (train_client_ != nullptr) {
+    if (config_.run.strategy.replicas_on_trainers() &&
+        config_.run.strategy.servers_hold_the_model()) {
       // hybrid: the chief's replica of the dense variables starts from the checkpoint it restored
       // or saved, as the other trainers' do.
       RETURN_IF_ERROR(LoadReplica());
@@ -215,11 +232,11 @@ absl::Status Estimator::LoadReplica() {
   ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(config_.run.model_dir));
   ASSIGN_OR_RETURN(const std::string latest, LatestCheckpoint(*fs, config_.run.model_dir),
                    "the chief's checkpoint to start the replica from (run.strategy ",
-                   config_.run.strategy, ")");
+                   config_.run.strategy.name(), ")");
   ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(*fs, latest));
   if (reader->step() != global_step_) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "run.strategy ", config_.run.strategy, ": the chief announced the model at step ",
+        "run.strategy ", config_.run.strategy.name(), ": the chief announced the model at step ",
         global_step_, " but the latest checkpoint in ", config_.run.model_dir, " is of step ",
         reader->step(), " (do the trainers share model_dir?)"));
   }
@@ -361,7 +378,12 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
   RETURN_IF_ERROR(EvictUnseenRows());
   ASSIGN_OR_RETURN(FileSystem * fs_ptr, fs_.For(config_.run.model_dir));
   FileSystem& fs = *fs_ptr;
-  ASSIGN_OR_RETURN(std::string dir, SaveCut(fs));
+  std::function<int64_t()> threads_step;
+  if (active_threads_ != nullptr) threads_step = [this] { return ThreadsGlobalStep(); };
+  ASSIGN_OR_RETURN(const CheckpointSaver::Saved saved,
+                   saver_->Save(fs, global_step_, threads_step));
+  global_step_ = saved.global_step;
+  const std::string& dir = saved.dir;
   saved_step_ = global_step_;
   loaded_checkpoint_ = dir;
   if (saving_listeners_ != nullptr) {
@@ -379,91 +401,6 @@ absl::StatusOr<std::string> Estimator::SaveCheckpoint() {
     for (const std::string& path : deleted) LOG(INFO) << "Deleted old checkpoint " << path;
   }
   LOG(INFO) << "Saved checkpoint " << dir;
-  return dir;
-}
-
-absl::StatusOr<std::string> Estimator::SaveCut(FileSystem& fs) {
-  // One cut across the parameter servers (docs/checkpoint.md): whoever else updates them stops
-  // before the save -- in async cluster training the other trainers, held between two steps; with
-  // several training threads their pushes -- so that the checkpoint's global step is the cut's,
-  // and resumes once the shards have snapshotted, not after the write. Alone, nobody else changes
-  // the parameters while this trainer saves; in sync mode nobody does when every trainer takes
-  // part in each update (this one has not committed the next).
-  // Under run.strategy all_reduce only this trainer changes its replica: the save is one cut. So
-  // it is under hybrid: between two steps every trainer's part of the update is in (a barrier).
-  const bool hold = config_.role != nullptr && !sync() && config_.all_reduce == nullptr &&
-                    config_.run.checkpoint_hold_timeout_secs > 0;
-  bool cut = config_.role == nullptr || config_.all_reduce != nullptr ||
-             (sync() ? config_.run.sync_replicas >= config_.role->num_trainers() : hold);
-  std::string data_tasks;
-  const absl::Time start = absl::Now();
-  absl::Time held = start;
-  absl::Time released = start;
-  bool holding = false;  // the trainers are held
-  bool gated = false;    // the other training threads' pushes wait
-  if (hold) {
-    const absl::Duration deadline = absl::Seconds(config_.run.checkpoint_hold_timeout_secs);
-    absl::StatusOr<int64_t> step = config_.role->HoldTrainers(deadline);
-    if (absl::IsDeadlineExceeded(step.status())) {
-      LOG(WARNING) << "Checkpoint " << global_step_
-                   << " is not one cut across the parameter servers (saved per parameter server "
-                      "instead; run.checkpoint_hold_timeout_secs): "
-                   << step.status().message();
-      cut = false;
-    } else {
-      RETURN_IF_ERROR_CTX(step.status(), "holding the trainers for checkpoint ", global_step_);
-      holding = true;
-      global_step_ = std::max(global_step_, *step);
-    }
-  } else if (active_threads_ != nullptr) {
-    push_gate_.Lock();
-    gated = true;
-    global_step_ = ThreadsGlobalStep();
-  }
-  const auto resume = [&]() {
-    if (gated) {
-      push_gate_.Unlock();
-      gated = false;
-    }
-    if (holding) {
-      holding = false;
-      if (!config_.role->ReleaseTrainers() && cut) {
-        LOG(WARNING) << "Checkpoint " << global_step_
-                     << " is not one cut across the parameter servers: a worker left the hold "
-                        "before the snapshots ended (2 x run.checkpoint_hold_timeout_secs, at "
-                        "most 45 s)";
-        cut = false;
-      }
-    }
-  };
-  absl::Cleanup resume_on_error = resume;  // when the save fails before its snapshots
-  ParameterClient::SaveOptions options;
-  options.before_snapshot = [&]() -> absl::Status {
-    held = absl::Now();
-    // Inside the hold, so the queue state comes from the same moment as the model.
-    if (config_.role != nullptr) data_tasks = config_.role->CheckpointExtraJson();
-    return absl::OkStatus();
-  };
-  options.after_snapshot = [&] {
-    released = absl::Now();
-    resume();
-  };
-  options.extra_json = [&] {
-    nlohmann::json extra = {{"writer", "shoal estimator"}, {"consistent_cut", cut}};
-    if (!data_tasks.empty()) {
-      extra["data_tasks"] = nlohmann::json::parse(data_tasks, nullptr, /*allow_exceptions=*/false);
-    }
-    return extra.dump();
-  };
-  ASSIGN_OR_RETURN(std::string dir,
-                   client_->Save(fs, config_.run.model_dir, global_step_, "", options));
-  const auto ms = [](absl::Duration d) {
-    return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1)));
-  };
-  LOG(INFO) << "Checkpoint " << global_step_ << ": "
-            << (cut ? "one cut across the parameter servers" : "not one cut")
-            << (hold ? absl::StrCat(", hold wait ", ms(held - start)) : "") << ", snapshots "
-            << ms(released - held) << ", write " << ms(absl::Now() - released);
   return dir;
 }
 

@@ -50,14 +50,15 @@
 #include "absl/time/time.h"
 #include "nlohmann/json_fwd.hpp"
 #include "shoal/base/mutex.h"
+#include "shoal/config/job_config.h"
 #include "shoal/data/feature_column.h"
 #include "shoal/data/pipeline.h"
+#include "shoal/estimator/checkpoint_saver.h"
 #include "shoal/estimator/hooks.h"
-#include "shoal/estimator/job_config.h"
 #include "shoal/estimator/job_role.h"
-#include "shoal/estimator/model_fn.h"
 #include "shoal/export/export_format.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/model/model_fn.h"
 #include "shoal/summary/event_writer.h"
 
 namespace shoal {
@@ -78,7 +79,7 @@ class BatchSource {
   // Values that missed their vocabulary so far, per column (FeatureSet::VocabularyMisses).
   virtual std::vector<ColumnMisses> VocabularyMisses() const { return {}; }
 
-  // Data tasks leased from a coordinator (worker/leased_task_source.h) need to know what was
+  // Data tasks leased from a coordinator (coordinator/leased_task_source.h) need to know what was
   // trained. Train calls BatchTrained after each step's push; when Next says OUT_OF_RANGE (every
   // batch handed out is trained by then), Resume: true when more input came (the next Next gives
   // it), false at the real end; Flush when training stops, to report what is done.
@@ -219,6 +220,10 @@ class Estimator {
   // The checkpoint the model was last restored from ("" when none).
   const std::string& loaded_checkpoint() const { return loaded_checkpoint_; }
   const EstimatorConfig& config() const { return config_; }
+  // The chief's part in a cluster job's completion (job_role.h); null alone or elsewhere.
+  JobCompletion* completion() const {
+    return config_.role != nullptr ? config_.role->completion() : nullptr;
+  }
   const ModelSpec& model_spec() const { return spec_; }
   // Evaluations run by TrainAndEvaluate during the current training, oldest first.
   const std::vector<EvalResult>& evaluations() const { return evaluations_; }
@@ -262,7 +267,16 @@ class Estimator {
                                      PreparedStep& prepared, int64_t step, bool check_loss,
                                      const std::function<void()>& before_model,
                                      const std::function<void()>& after_push);
-  // Train's step loop under run.strategy all_reduce (estimator_lockstep.cc): every trainer takes
+  // Train's step loop under run.strategy parameter_server (estimator_train.cc): this trainer (and
+  // its training threads, run.train_threads) takes steps at its own pace, pushing to and pulling
+  // from the parameter servers -- asynchronously, or in sync mode at the servers' versions -- with
+  // the next batch pulled during a step under run.pipeline_pull. `committed`: in sync mode the
+  // last step this trainer committed.
+  absl::Status TrainOnServers(BatchSource& source, const std::vector<SessionRunHook*>& hooks,
+                              RunContext& context, int64_t last_step, const TrainOptions& options,
+                              TrainResult& result, int64_t& committed);
+  // Train's step loop under run.strategy all_reduce and hybrid (estimator_lockstep.cc): every
+  // trainer takes
   // each step together with the others, with or without a batch of its own, until none has input
   // left or one of them stops.
   absl::Status TrainLockstep(BatchSource& source, const std::vector<SessionRunHook*>& hooks,
@@ -283,11 +297,6 @@ class Estimator {
   // Sync mode: waits (sync_wait_timeout at most) until every shard reaches `version`; returns the
   // lowest shard version then.
   absl::StatusOr<int64_t> WaitForSyncVersion(int64_t version);
-  // SaveCheckpoint's save through the client at the current global step, one cut across the
-  // parameter servers when it can be (the trainers held in async cluster training); the
-  // manifest's extra says whether it is ("consistent_cut") and keeps the data-task queue state
-  // taken inside the hold. Returns the checkpoint directory.
-  absl::StatusOr<std::string> SaveCut(FileSystem& fs);
   // SaveCheckpoint's eviction (run.evict_unseen_steps) at the current global step.
   absl::Status EvictUnseenRows();
   // Per table of the model, the rows evicted since rows_evicted() was `before`; empty when
@@ -326,9 +335,9 @@ class Estimator {
   std::vector<ColumnMisses> last_vocabulary_misses_;
   // During a Train: its TrainOptions::saving_listeners, told of each SaveCheckpoint.
   const std::vector<CheckpointSaverListener*>* saving_listeners_ = nullptr;
-  // Pushes hold it shared; SaveCheckpoint holds it exclusively (several training threads: the
-  // in-process shards are saved at one cut).
-  Mutex push_gate_;
+  // Saves checkpoints one cut across the parameter servers; its push gate is held shared by every
+  // push (several training threads: the in-process shards are saved at one cut).
+  std::unique_ptr<CheckpointSaver> saver_;
   TrainThreads* active_threads_ = nullptr;  // during a Train with run.train_threads > 1
   std::unique_ptr<EventWriter> train_events_;
   std::unique_ptr<EventWriter> eval_events_;
@@ -363,9 +372,9 @@ struct TrainAndEvaluateResult {
 // throttle_secs (after start_delay_secs) and runs the "latest"/"best" exporters; at the end
 // evaluates the final checkpoint, runs every exporter and writes MODEL_DIR/summary.json.
 //
-// In a cluster with an evaluator (JobRole::HasEvaluator), the chief does not evaluate during
+// In a cluster with an evaluator (JobCompletion::HasEvaluator), the chief does not evaluate during
 // training, and takes the final evaluation and exports from the evaluator
-// (JobRole::AwaitFinalEvaluation) unless it has gone.
+// (JobCompletion::AwaitFinalEvaluation) unless it has gone.
 [[nodiscard]] absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
                                                                       const TrainSpec& train,
                                                                       const EvalSpec& eval);

@@ -12,9 +12,9 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "shoal/estimator/estimator.h"
-#include "shoal/estimator/models.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/path.h"
+#include "shoal/model/models.h"
 #include "shoal/tensor/random.h"
 
 namespace shoal {

@@ -26,8 +26,8 @@ namespace {
 
 // The chief's checkpoint after training: a stage of a cluster job's completion protocol.
 absl::StatusOr<std::string> SaveFinalCheckpoint(Estimator& estimator) {
-  if (JobRole* role = estimator.config().role; role != nullptr) {
-    RETURN_IF_ERROR(role->CompletionStage("final checkpoint"));
+  if (JobCompletion* completion = estimator.completion(); completion != nullptr) {
+    RETURN_IF_ERROR(completion->CompletionStage("final checkpoint"));
   }
   ASSIGN_OR_RETURN(std::string path, estimator.SaveCheckpoint(), "completion: final checkpoint");
   return path;
@@ -72,6 +72,51 @@ class LockedBatchSource final : public BatchSource {
   std::unique_ptr<BatchSource> source_ ABSL_GUARDED_BY(mu_);
 };
 
+// Pipelined pulls (run.pipeline_pull): while step t computes and pushes, a helper thread reads
+// batch t + 1 and makes its lookups. The loop joins it before the step's AfterRun hooks, so hooks
+// (checkpoints, evaluations) never run beside it.
+class Lookahead {
+ public:
+  Lookahead(BatchSource& source, ModelContext& ctx, ParameterClient* client)
+      : source_(source), ctx_(ctx), client_(client) {}
+  ~Lookahead() { Join(); }
+
+  // Begins reading the next batch and preparing its lookups as of global step `step`.
+  void Start(int64_t step) {
+    started_ = true;
+    thread_ = std::jthread([this, step] {
+      next_ = source_.Next(&batch_);
+      if (next_.ok()) prepare_ = ctx_.Prepare(batch_, Mode::kTrain, step, client_, &prepared_);
+    });
+  }
+  bool started() const { return started_; }
+  // Joins it and swaps its batch and lookups into the caller's, with the status of reading and
+  // of preparing them.
+  void Take(FeatureBatch& batch, PreparedStep& prepared, absl::Status& next,
+            absl::Status& prepare) {
+    Join();
+    started_ = false;
+    std::swap(batch, batch_);
+    std::swap(prepared, prepared_);
+    next = next_;
+    prepare = prepare_;
+  }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  BatchSource& source_;
+  ModelContext& ctx_;
+  ParameterClient* client_;
+  FeatureBatch batch_;
+  PreparedStep prepared_;
+  absl::Status next_;     // of source_.Next
+  absl::Status prepare_;  // of ctx_.Prepare
+  std::jthread thread_;
+  bool started_ = false;
+};
+
 }  // namespace
 
 // What the training threads of one Train call share (run.train_threads > 1). Step numbers are
@@ -86,8 +131,8 @@ struct Estimator::TrainThreads {
   Mutex mu;
   absl::Status failure ABSL_GUARDED_BY(mu);  // the first extra thread's error
 
-  // A step's push is applied; called under push_gate_ (shared), so that SaveCheckpoint, which
-  // holds it exclusively, reads the count of the updates the parameter servers hold.
+  // A step's push is applied; called under the saver's push gate (shared), so that SaveCheckpoint,
+  // which holds it exclusively, reads the count of the updates the parameter servers hold.
   void Completed(int64_t batch_size) {
     examples += batch_size;
     ++completed;
@@ -160,197 +205,16 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
   RETURN_IF_ERROR(RunHooks(hooks, &SessionRunHook::AfterCreateSession, context));
 
   ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source, input());
-  const int threads = config_.run.train_threads;
-  if (threads > 1) source = std::make_unique<LockedBatchSource>(std::move(source));
+  if (config_.run.train_threads > 1) {
+    source = std::make_unique<LockedBatchSource>(std::move(source));
+  }
   current_input_ = source.get();
-  FeatureBatch batch;
-  ModelContext& ctx = *context_;
-  absl::Status failure;
-  // run.train_threads > 1: threads 1..N-1 train beside this one (TrainOnThread); this thread keeps
-  // running the hooks, so checkpoints and logs come from here.
-  TrainThreads shared;
-  shared.first_step = global_step_;
-  shared.claimed = global_step_;
-  if (threads > 1) active_threads_ = &shared;
-  std::vector<std::jthread> extra_threads;
-  for (int k = 1; k < threads; ++k) {
-    extra_threads.emplace_back(
-        [this, k, &source, &shared, last_step] { TrainOnThread(k, *source, shared, last_step); });
-  }
-  absl::Cleanup stop_threads = [&] {
-    shared.stop = true;
-    extra_threads.clear();
-    active_threads_ = nullptr;
-  };
-  if (threads > 1) {
-    LOG(INFO) << "Training on " << threads << " threads (run.train_threads): asynchronous updates";
-  }
-  // Pipelined pulls (run.pipeline_pull): while step t computes and pushes, a helper thread reads
-  // batch t + 1 and makes its LookupMany. It is joined before the step's AfterRun hooks, so hooks
-  // (checkpoints, evaluations) never run beside it.
-  const bool pipeline = PipelinePull();
-  PreparedStep prepared;
-  struct Lookahead {
-    FeatureBatch batch;
-    PreparedStep prepared;
-    absl::Status next;     // of source->Next
-    absl::Status prepare;  // of ctx.Prepare
-    std::jthread thread;
-    bool ready = false;
-  } ahead;
-  const auto start_lookahead = [&] {
-    ahead.ready = true;
-    ahead.thread = std::jthread([&, step = global_step_] {
-      ahead.next = source->Next(&ahead.batch);
-      if (!ahead.next.ok()) return;
-      ahead.prepare = ctx.Prepare(ahead.batch, Mode::kTrain, step, client_.get(), &ahead.prepared);
-    });
-  };
-  const auto join_lookahead = [&] {
-    if (ahead.thread.joinable()) ahead.thread.join();
-  };
-  if (pipeline) LOG(INFO) << "Pipelined pulls: the next batch is pulled while a step computes";
-  // Sync mode: the last step this trainer committed (0: none yet), and the global step the role
-  // last heard of (-1: none yet; the chief reports the versions in between).
+  // Sync mode: the last step this trainer committed (0: none yet).
   int64_t committed = 0;
-  int64_t reported = -1;
-  if (config_.all_reduce != nullptr) {
-    failure = TrainLockstep(*source, hooks, context, last_step, options, result);
-  }
-  while (config_.all_reduce == nullptr) {
-    if (sync()) {
-      // The global step is the parameter servers' version; other trainers may have moved it on.
-      absl::StatusOr<int64_t> version = WaitForSyncVersion(committed);
-      if (!version.ok()) {
-        failure = AnnotateCat(version.status(), "training step ", committed + 1);
-        break;
-      }
-      global_step_ = *version;
-      if (reported < 0) reported = global_step_;
-      context.global_step = global_step_;
-    }
-    if (last_step > 0 && global_step_ >= last_step) {
-      result.stop_reason =
-          options.max_steps > 0 && global_step_ >= options.max_steps ? "max_steps" : "steps";
-      break;
-    }
-    if (threads > 1 && shared.stop) break;  // another training thread failed
-    // The update this step pushes: the next global step; with several training threads, the next
-    // step number none of them has claimed.
-    const int64_t step = threads > 1 ? shared.claimed.fetch_add(1) + 1 : global_step_ + 1;
-    if (last_step > 0 && step > last_step) {
-      result.stop_reason =
-          options.max_steps > 0 && step > options.max_steps ? "max_steps" : "steps";
-      break;
-    }
-    absl::Status next;
-    absl::Status prepare;
-    if (ahead.ready) {
-      join_lookahead();
-      ahead.ready = false;
-      std::swap(batch, ahead.batch);
-      std::swap(prepared, ahead.prepared);
-      next = ahead.next;
-      prepare = ahead.prepare;
-    } else {
-      next = source->Next(&batch);
-      if (next.ok()) {
-        prepare = ctx.Prepare(batch, Mode::kTrain, global_step_, client_.get(), &prepared);
-      }
-    }
-    if (absl::IsOutOfRange(next)) {
-      // Every batch handed out is trained: leased input may go on (a task came back).
-      absl::StatusOr<bool> more = source->Resume();
-      if (!more.ok()) {
-        failure = more.status();
-        break;
-      }
-      if (*more) continue;
-      result.stop_reason = "input exhausted";
-      break;
-    }
-    if (!next.ok()) {
-      failure = next;
-      break;
-    }
-    context.batch_size = batch.batch_size;
-    failure = RunHooks(hooks, &SessionRunHook::BeforeRun, context);
-    if (!failure.ok()) break;
-
-    // TensorBoard histograms of this step (the chief writes summaries).
-    const int64_t every = config_.run.save_histograms_steps;
-    const bool histograms = every > 0 && train_events_ != nullptr && step % every == 0;
-    std::vector<std::pair<std::string, std::vector<float>>> histogram_values;
-    failure = [&]() -> absl::Status {
-      RETURN_IF_ERROR(prepare);
-      ctx.WantHistograms(histograms);
-      ASSIGN_OR_RETURN(context.loss, RunTrainStep(
-                                         ctx, batch, prepared, step, /*check_loss=*/false,
-                                         [&] {
-                                           if (pipeline && (last_step == 0 || step < last_step))
-                                             start_lookahead();
-                                         },
-                                         [&] {
-                                           if (threads > 1) shared.Completed(batch.batch_size);
-                                         }));
-      if (sync()) RETURN_IF_ERROR_CTX(client_->CommitStep(step), "committing the step");
-      if (histograms) histogram_values = ctx.TakeHistograms();
-      return absl::OkStatus();
-    }();
-    ctx.EndStep();
-    join_lookahead();
-    if (failure.ok() && !histogram_values.empty()) {
-      std::vector<HistogramValue> values;
-      values.reserve(histogram_values.size());
-      for (const auto& [tag, v] : histogram_values) values.push_back({tag, v});
-      failure = train_events_->AddHistograms(step, values);
-    }
-    if (!failure.ok()) {
-      failure = AnnotateCat(failure, "training step ", step);
-      break;
-    }
-    if (config_.role != nullptr) {
-      absl::StatusOr<StepReply> reply = config_.role->AdvanceStep(sync() ? step - reported : 1);
-      if (!reply.ok()) {
-        failure = reply.status();
-        break;
-      }
-      global_step_ = sync() ? step : reply->global_step;
-      reported = step;
-      if (reply->stop) {
-        context.RequestStop(reply->stop_reason);
-      }
-    } else if (threads > 1) {
-      global_step_ = shared.first_step + shared.completed;  // every thread's steps so far
-    } else {
-      global_step_ = step;
-    }
-    source->BatchTrained(batch);
-    committed = step;
-    ++result.steps;
-    result.examples += batch.batch_size;
-    context.global_step = global_step_;
-    context.examples = threads > 1 ? shared.examples.load() : result.examples;
-    failure = RunHooks(hooks, &SessionRunHook::AfterRun, context);
-    if (!failure.ok()) break;
-    if (context.stop_requested) {
-      result.stop_reason = context.stop_reason;
-      break;
-    }
-  }
-  if (threads > 1) {
-    // The other threads end their step in progress; their steps and examples count as this
-    // Train's.
-    std::move(stop_threads).Invoke();  // joins
-    active_threads_ = nullptr;
-    MutexLock lock(&shared.mu);
-    if (failure.ok() && !shared.failure.ok()) failure = shared.failure;
-    result.steps = shared.completed;
-    result.examples = shared.examples;
-    global_step_ = shared.first_step + result.steps;
-    context.global_step = global_step_;
-    context.examples = result.examples;
-  }
+  absl::Status failure =
+      config_.run.strategy.trains_in_ring()
+          ? TrainLockstep(*source, hooks, context, last_step, options, result)
+          : TrainOnServers(*source, hooks, context, last_step, options, result, committed);
   if (failure.ok()) failure = AnnotateCat(source->Flush(), "training input");
   result.epochs_completed = source->epochs_completed();
   result.vocabulary_misses = source->VocabularyMisses();
@@ -391,6 +255,173 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
             << " after " << result.steps << " steps, " << result.examples << " examples in "
             << absl::StrFormat("%.1f", result.seconds) << " s";
   return result;
+}
+
+absl::Status Estimator::TrainOnServers(BatchSource& source,
+                                       const std::vector<SessionRunHook*>& hooks,
+                                       RunContext& context, int64_t last_step,
+                                       const TrainOptions& options, TrainResult& result,
+                                       int64_t& committed) {
+  const int threads = config_.run.train_threads;
+  FeatureBatch batch;
+  ModelContext& ctx = *context_;
+  absl::Status failure;
+  // run.train_threads > 1: threads 1..N-1 train beside this one (TrainOnThread); this thread keeps
+  // running the hooks, so checkpoints and logs come from here.
+  TrainThreads shared;
+  shared.first_step = global_step_;
+  shared.claimed = global_step_;
+  if (threads > 1) active_threads_ = &shared;
+  std::vector<std::jthread> extra_threads;
+  for (int k = 1; k < threads; ++k) {
+    extra_threads.emplace_back(
+        [this, k, &source, &shared, last_step] { TrainOnThread(k, source, shared, last_step); });
+  }
+  absl::Cleanup stop_threads = [&] {
+    shared.stop = true;
+    extra_threads.clear();
+    active_threads_ = nullptr;
+  };
+  if (threads > 1) {
+    LOG(INFO) << "Training on " << threads << " threads (run.train_threads): asynchronous updates";
+  }
+  const bool pipeline = PipelinePull();
+  PreparedStep prepared;
+  Lookahead ahead(source, ctx, client_.get());
+  if (pipeline) LOG(INFO) << "Pipelined pulls: the next batch is pulled while a step computes";
+  // Sync mode: the global step the role last heard of (-1: none yet; the chief reports the
+  // versions in between).
+  int64_t reported = -1;
+  while (true) {
+    if (sync()) {
+      // The global step is the parameter servers' version; other trainers may have moved it on.
+      absl::StatusOr<int64_t> version = WaitForSyncVersion(committed);
+      if (!version.ok()) {
+        failure = AnnotateCat(version.status(), "training step ", committed + 1);
+        break;
+      }
+      global_step_ = *version;
+      if (reported < 0) reported = global_step_;
+      context.global_step = global_step_;
+    }
+    if (last_step > 0 && global_step_ >= last_step) {
+      result.stop_reason =
+          options.max_steps > 0 && global_step_ >= options.max_steps ? "max_steps" : "steps";
+      break;
+    }
+    if (threads > 1 && shared.stop) break;  // another training thread failed
+    // The update this step pushes: the next global step; with several training threads, the next
+    // step number none of them has claimed.
+    const int64_t step = threads > 1 ? shared.claimed.fetch_add(1) + 1 : global_step_ + 1;
+    if (last_step > 0 && step > last_step) {
+      result.stop_reason =
+          options.max_steps > 0 && step > options.max_steps ? "max_steps" : "steps";
+      break;
+    }
+    absl::Status next;
+    absl::Status prepare;
+    if (ahead.started()) {
+      ahead.Take(batch, prepared, next, prepare);
+    } else {
+      next = source.Next(&batch);
+      if (next.ok()) {
+        prepare = ctx.Prepare(batch, Mode::kTrain, global_step_, client_.get(), &prepared);
+      }
+    }
+    if (absl::IsOutOfRange(next)) {
+      // Every batch handed out is trained: leased input may go on (a task came back).
+      absl::StatusOr<bool> more = source.Resume();
+      if (!more.ok()) {
+        failure = more.status();
+        break;
+      }
+      if (*more) continue;
+      result.stop_reason = "input exhausted";
+      break;
+    }
+    if (!next.ok()) {
+      failure = next;
+      break;
+    }
+    context.batch_size = batch.batch_size;
+    failure = RunHooks(hooks, &SessionRunHook::BeforeRun, context);
+    if (!failure.ok()) break;
+
+    // TensorBoard histograms of this step (the chief writes summaries).
+    const int64_t every = config_.run.save_histograms_steps;
+    const bool histograms = every > 0 && train_events_ != nullptr && step % every == 0;
+    std::vector<std::pair<std::string, std::vector<float>>> histogram_values;
+    failure = [&]() -> absl::Status {
+      RETURN_IF_ERROR(prepare);
+      ctx.WantHistograms(histograms);
+      ASSIGN_OR_RETURN(context.loss, RunTrainStep(
+                                         ctx, batch, prepared, step, /*check_loss=*/false,
+                                         [&] {
+                                           if (pipeline && (last_step == 0 || step < last_step))
+                                             ahead.Start(global_step_);
+                                         },
+                                         [&] {
+                                           if (threads > 1) shared.Completed(batch.batch_size);
+                                         }));
+      if (sync()) RETURN_IF_ERROR_CTX(client_->CommitStep(step), "committing the step");
+      if (histograms) histogram_values = ctx.TakeHistograms();
+      return absl::OkStatus();
+    }();
+    ctx.EndStep();
+    ahead.Join();
+    if (failure.ok() && !histogram_values.empty()) {
+      std::vector<HistogramValue> values;
+      values.reserve(histogram_values.size());
+      for (const auto& [tag, v] : histogram_values) values.push_back({tag, v});
+      failure = train_events_->AddHistograms(step, values);
+    }
+    if (!failure.ok()) {
+      failure = AnnotateCat(failure, "training step ", step);
+      break;
+    }
+    if (config_.role != nullptr) {
+      absl::StatusOr<StepReply> reply = config_.role->AdvanceStep(sync() ? step - reported : 1);
+      if (!reply.ok()) {
+        failure = reply.status();
+        break;
+      }
+      global_step_ = sync() ? step : reply->global_step;
+      reported = step;
+      if (reply->stop) {
+        context.RequestStop(reply->stop_reason);
+      }
+    } else if (threads > 1) {
+      global_step_ = shared.first_step + shared.completed;  // every thread's steps so far
+    } else {
+      global_step_ = step;
+    }
+    source.BatchTrained(batch);
+    committed = step;
+    ++result.steps;
+    result.examples += batch.batch_size;
+    context.global_step = global_step_;
+    context.examples = threads > 1 ? shared.examples.load() : result.examples;
+    failure = RunHooks(hooks, &SessionRunHook::AfterRun, context);
+    if (!failure.ok()) break;
+    if (context.stop_requested) {
+      result.stop_reason = context.stop_reason;
+      break;
+    }
+  }
+  if (threads > 1) {
+    // The other threads end their step in progress; their steps and examples count as this
+    // Train's.
+    std::move(stop_threads).Invoke();  // joins
+    active_threads_ = nullptr;
+    MutexLock lock(&shared.mu);
+    if (failure.ok() && !shared.failure.ok()) failure = shared.failure;
+    result.steps = shared.completed;
+    result.examples = shared.examples;
+    global_step_ = shared.first_step + result.steps;
+    context.global_step = global_step_;
+    context.examples = result.examples;
+  }
+  return failure;
 }
 
 int64_t Estimator::ThreadsGlobalStep() const {
@@ -440,7 +471,7 @@ absl::StatusOr<float> Estimator::RunTrainStep(ModelContext& ctx, const FeatureBa
         "the loss is ", loss,
         " (NaN loss during training): lower the learning rate or check the input for bad values"));
   }
-  RETURN_IF_ERROR(StepRunner::Apply(ctx, spec, step, &push_gate_, after_push));
+  RETURN_IF_ERROR(StepRunner::Apply(ctx, spec, step, &saver_->push_gate(), after_push));
   return loss;
 }
 

@@ -1,4 +1,4 @@
-#include "shoal/estimator/graph_model.h"
+#include "shoal/model/graph_model.h"
 
 #include <string>
 #include <vector>
@@ -7,10 +7,10 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "shoal/checkpoint/checkpoint_reader.h"
+#include "shoal/config/job_config.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/estimator_test_util.h"
-#include "shoal/estimator/job_config.h"
-#include "shoal/estimator/models.h"
+#include "shoal/model/models.h"
 #include "shoal/tensor/random.h"
 
 namespace shoal {

@@ -25,7 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "shoal/estimator/model_fn.h"
+#include "shoal/model/model_fn.h"
 #include "shoal/summary/event_writer.h"
 
 namespace shoal {

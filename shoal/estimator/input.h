@@ -34,13 +34,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "shoal/config/job_config.h"
+#include "shoal/coordinator/leased_task_source.h"
 #include "shoal/data/feature_column.h"
 #include "shoal/data/feature_set.h"
 #include "shoal/data/pipeline.h"
 #include "shoal/data/raw_batch.h"
-#include "shoal/estimator/job_config.h"
 #include "shoal/io/file_systems.h"
-#include "shoal/worker/leased_task_source.h"
 
 namespace shoal {
 

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "shoal/config/job_config.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/input.h"
-#include "shoal/estimator/job_config.h"
-#include "shoal/estimator/models.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/model/models.h"
 
 namespace shoal {
 

@@ -13,6 +13,10 @@
 // trainers): the chief, saving, has not committed the next one. With fewer replicas the others
 // can commit versions meanwhile, so such a checkpoint is not one cut (docs/checkpoint.md).
 //
+// A role's concerns are three interfaces: JobRole (the training loop's), CheckpointCut (the chief's
+// checkpoint) and JobCompletion (the chief's end of the job); a cluster's role implements all
+// three.
+//
 // Thread safety: called from the training thread only.
 #pragma once
 
@@ -25,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "shoal/coordinator/task_queue.h"
 
 namespace shoal {
 
@@ -41,6 +46,45 @@ struct RemoteEvaluation {
   std::map<std::string, double> metrics;
   std::string checkpoint;
   std::vector<std::string> exports;
+};
+
+// The chief's checkpoint in a cluster (CheckpointSaver): what makes it one cut across the
+// parameter servers, and what of the job it keeps beside the model.
+class CheckpointCut {
+ public:
+  virtual ~CheckpointCut() = default;
+  // Asynchronous training: holds every other trainer between two steps, after its step's pushes,
+  // until ReleaseTrainers, so the parameter servers do not change while the chief snapshots them
+  // (a checkpoint that is one cut; docs/checkpoint.md). Waits at most `deadline` for them;
+  // DEADLINE_EXCEEDED names those that did not stop (the hold is then over: the caller saves
+  // without the cut). Returns the global step with every held trainer's steps counted: the step
+  // of the cut.
+  [[nodiscard]] virtual absl::StatusOr<int64_t> HoldTrainers(absl::Duration deadline) = 0;
+  // Ends the hold (a no-op without one). False when a trainer left the hold before (it waited too
+  // long for the release): it may have pushed meanwhile, so the snapshots are not one cut.
+  virtual bool ReleaseTrainers() = 0;
+  // The coordinator's data-task queue state, which the manifest keeps beside the model (taken
+  // inside the hold, so it is of the same moment); nullopt without leased input.
+  virtual std::optional<DataTaskQueueState> DataTaskState() const = 0;
+};
+
+// The chief's part in the completion of a job on a cluster (train_and_evaluate): its named stages
+// and the evaluator that may evaluate and export for it.
+class JobCompletion {
+ public:
+  virtual ~JobCompletion() = default;
+  // The job's completion enters `stage` ("final checkpoint", "final evaluation", "exporters",
+  // "shutdown"), which the other tasks then see. DEADLINE_EXCEEDED when the completion is past its
+  // deadline, naming the stage that overran: the caller stops.
+  [[nodiscard]] virtual absl::Status CompletionStage(const std::string& stage) = 0;
+  // Whether an evaluator process evaluates checkpoints and runs the exporters (TF's
+  // train_and_evaluate on a cluster); the chief then does not evaluate during training.
+  virtual bool HasEvaluator() const = 0;
+  // In the completion's "final evaluation" stage: the evaluator's evaluation of the final
+  // checkpoint (at `global_step`) and its exports; nullopt when there is no evaluator or it died
+  // meanwhile, and the chief evaluates and exports itself.
+  [[nodiscard]] virtual absl::StatusOr<std::optional<RemoteEvaluation>> AwaitFinalEvaluation(
+      int64_t global_step) = 0;
 };
 
 class JobRole {
@@ -66,42 +110,16 @@ class JobRole {
   // every other trainer has pushed its last update and returns the global step to save the final
   // checkpoint at; for other trainers, reports being done.
   [[nodiscard]] virtual absl::StatusOr<int64_t> FinishTraining(int64_t examples) = 0;
-  // Chief, asynchronous training: holds every other trainer between two steps, after its step's
-  // pushes, until ReleaseTrainers, so the parameter servers do not change while the chief
-  // snapshots them (a checkpoint that is one cut; docs/checkpoint.md). Waits at most `deadline`
-  // for them; DEADLINE_EXCEEDED names those that did not stop (the hold is then over: the caller
-  // saves without the cut). Returns the global step with every held trainer's steps counted: the
-  // step of the cut. Without other trainers (the default: alone, nobody else pushes) -1: the
-  // caller's own step.
-  [[nodiscard]] virtual absl::StatusOr<int64_t> HoldTrainers(absl::Duration /*deadline*/) {
-    return -1;
-  }
-  // Ends the hold (a no-op without one). False when a trainer left the hold before (it waited too
-  // long for the release): it may have pushed meanwhile, so the snapshots are not one cut.
-  virtual bool ReleaseTrainers() { return true; }
-  // Chief: JSON the checkpoint manifest's "extra" keeps beside the Estimator's own keys (the
-  // coordinator's data-task queue state under "data_tasks"); "" for none.
-  virtual std::string CheckpointExtraJson() const { return ""; }
   // Chief, after FinishTraining: examples trained by all trainers, and epochs completed by the
   // leased input (-1 when unknown).
   virtual int64_t JobExamples() const { return -1; }
   virtual int64_t JobEpochsCompleted() const { return -1; }
-  // Chief: the job's completion enters `stage` ("final checkpoint", "final evaluation",
-  // "exporters", "shutdown"), which the other tasks then see. DEADLINE_EXCEEDED when the
-  // completion is past its deadline, naming the stage that overran: the caller stops.
-  [[nodiscard]] virtual absl::Status CompletionStage(const std::string& /*stage*/) {
-    return absl::OkStatus();
-  }
-  // Chief: whether an evaluator process evaluates checkpoints and runs the exporters (TF's
-  // train_and_evaluate on a cluster); the chief then does not evaluate during training.
-  virtual bool HasEvaluator() const { return false; }
-  // Chief, in the completion's "final evaluation" stage: the evaluator's evaluation of the final
-  // checkpoint (at `global_step`) and its exports; nullopt when there is no evaluator or it died
-  // meanwhile, and the chief evaluates and exports itself.
-  [[nodiscard]] virtual absl::StatusOr<std::optional<RemoteEvaluation>> AwaitFinalEvaluation(
-      int64_t /*global_step*/) {
-    return std::optional<RemoteEvaluation>();
-  }
+
+  // The chief's checkpoint cut and completion in a cluster; null when there is none (alone, or a
+  // role that never saves): nobody else pushes while the chief saves, and the completion is the
+  // process's own.
+  virtual CheckpointCut* checkpoint_cut() { return nullptr; }
+  virtual JobCompletion* completion() { return nullptr; }
 };
 
 }  // namespace shoal

@@ -16,13 +16,13 @@
 #include "gtest/gtest.h"
 #include "shoal/base/test_dir.h"
 #include "shoal/coordinator/coordinator.h"
+#include "shoal/coordinator/leased_task_source.h"
 #include "shoal/data/task_source.h"
 #include "shoal/estimator/job.h"
 #include "shoal/estimator/prediction_output.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
-#include "shoal/worker/leased_task_source.h"
 
 namespace shoal {
 namespace {
@@ -112,7 +112,8 @@ TEST(LeasedInputTest, TwoTrainersReadEveryRecordExactlyOncePerEpoch) {
   Coordinator& coordinator = *owned;
   const auto& trainers = kTrainers;
   ASSERT_TRUE(
-      coordinator.SetDataTasks(tasks, {.num_epochs = kEpochs, .shuffle = true, .seed = 3}, "")
+      coordinator
+          .SetDataTasks(tasks, {.num_epochs = kEpochs, .shuffle = true, .seed = 3}, std::nullopt)
           .ok());
   ASSERT_TRUE(coordinator.SetModelReady(0, "").ok());
 
@@ -190,7 +191,7 @@ TEST(LeasedInputTest, TwoTrainersPredictEveryRowOnceIntoItsTasksFile) {
   std::unique_ptr<Coordinator> owned = TwoTrainerCoordinator();
   Coordinator& coordinator = *owned;
   const auto& trainers = kTrainers;
-  ASSERT_TRUE(coordinator.SetDataTasks(tasks, {.num_epochs = 1}, "").ok());
+  ASSERT_TRUE(coordinator.SetDataTasks(tasks, {.num_epochs = 1}, std::nullopt).ok());
   ASSERT_TRUE(coordinator.SetModelReady(0, "").ok());
 
   // Each trainer "predicts" x itself as output "p".

@@ -1,6 +1,6 @@
 // ParameterClient over real in-process ParameterServers: 1 vs 3 shards give identical training,
 // and Save through the client restores into another number of shards with values and optimizer
-// slots. Needs both worker/ and ps/, so it belongs to a layer above them (estimator/).
+// slots. Needs both parameter_client/ and ps/, so it belongs to a layer above them (estimator/).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -9,9 +9,9 @@
 #include "gtest/gtest.h"
 #include "shoal/checkpoint/checkpoint.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/parameter_client/parameter_client.h"
 #include "shoal/ps/parameter_server.h"
-#include "shoal/rpc/parameter_service_test_util.h"
-#include "shoal/worker/parameter_client.h"
+#include "shoal/spec/model_spec_test_util.h"
 
 namespace shoal {
 namespace {

@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shoal/base/mutex.h"
-#include "shoal/estimator/model_fn.h"
+#include "shoal/model/model_fn.h"
 
 namespace shoal {
 

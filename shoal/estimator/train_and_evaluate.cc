@@ -108,8 +108,8 @@ class EvaluationHook final : public SessionRunHook {
   }
 
   absl::Status AfterRun(RunContext& context) override {
-    if (const JobRole* role = context.estimator->config().role;
-        role != nullptr && role->HasEvaluator()) {
+    if (const JobCompletion* completion = context.estimator->completion();
+        completion != nullptr && completion->HasEvaluator()) {
       return absl::OkStatus();  // the evaluator evaluates and exports
     }
     const absl::Time now = absl::Now();
@@ -169,12 +169,12 @@ absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
   TrainAndEvaluateResult result;
   ASSIGN_OR_RETURN(result.train, estimator.Train(train.input, options));
   if (eval.input) {
-    // Stages of a cluster job's completion protocol (JobRole::CompletionStage).
-    JobRole* role = estimator.config().role;
-    if (role != nullptr) RETURN_IF_ERROR(role->CompletionStage("final evaluation"));
+    // Stages of a cluster job's completion protocol (JobCompletion::CompletionStage).
+    JobCompletion* completion = estimator.completion();
     std::optional<RemoteEvaluation> remote;
-    if (role != nullptr) {
-      ASSIGN_OR_RETURN(remote, role->AwaitFinalEvaluation(result.train.global_step),
+    if (completion != nullptr) {
+      RETURN_IF_ERROR(completion->CompletionStage("final evaluation"));
+      ASSIGN_OR_RETURN(remote, completion->AwaitFinalEvaluation(result.train.global_step),
                        "completion: final evaluation");
     }
     if (remote.has_value()) {
@@ -189,14 +189,14 @@ absl::StatusOr<TrainAndEvaluateResult> TrainAndEvaluate(Estimator& estimator,
     }
   }
   if (eval.input && !result.final_eval.has_value()) {
-    JobRole* role = estimator.config().role;
+    JobCompletion* completion = estimator.completion();
     EvalOptions eval_options;
     eval_options.steps = eval.steps;
     eval_options.hooks = eval.hooks;
     ASSIGN_OR_RETURN(EvalResult final_eval, estimator.Evaluate(eval.input, eval_options),
                      "completion: final evaluation");
     estimator.RecordEvaluation(final_eval);
-    if (role != nullptr) RETURN_IF_ERROR(role->CompletionStage("exporters"));
+    if (completion != nullptr) RETURN_IF_ERROR(completion->CompletionStage("exporters"));
     ASSIGN_OR_RETURN(auto written, exporters.Run(estimator, final_eval, /*final=*/true),
                      "completion: exporters");
     for (const auto& [name, path] : written) result.exports.push_back(path);

@@ -23,7 +23,6 @@
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/input.h"
 #include "shoal/estimator/job.h"
-#include "shoal/estimator/models.h"
 #include "shoal/estimator/prediction_output.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
@@ -34,12 +33,13 @@
 #include "shoal/launch/member_roles.h"
 #include "shoal/launch/member_session.h"
 #include "shoal/launch/replica_ring.h"
+#include "shoal/model/models.h"
+#include "shoal/parameter_client/parameter_client.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/grpc/grpc_channel.h"
 #include "shoal/rpc/grpc/grpc_coordinator_service.h"
 #include "shoal/rpc/grpc/grpc_parameter_service.h"
 #include "shoal/rpc/grpc/grpc_server.h"
-#include "shoal/worker/parameter_client.h"
 
 namespace shoal::launch_internal {
 namespace {

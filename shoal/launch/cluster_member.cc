@@ -23,7 +23,6 @@
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/input.h"
 #include "shoal/estimator/job.h"
-#include "shoal/estimator/models.h"
 #include "shoal/estimator/prediction_output.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
@@ -34,12 +33,13 @@
 #include "shoal/launch/member_roles.h"
 #include "shoal/launch/member_session.h"
 #include "shoal/launch/replica_ring.h"
+#include "shoal/model/models.h"
+#include "shoal/parameter_client/parameter_client.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/grpc/grpc_channel.h"
 #include "shoal/rpc/grpc/grpc_coordinator_service.h"
 #include "shoal/rpc/grpc/grpc_parameter_service.h"
 #include "shoal/rpc/grpc/grpc_server.h"
-#include "shoal/worker/parameter_client.h"
 
 namespace shoal {
 namespace launch_internal {
@@ -325,33 +325,27 @@ namespace {
 // run.strategy against the cluster spec and the member's task.
 absl::Status CheckStrategy(const MemberOptions& options) {
   const size_t ps = options.cluster.ps.size();
-  if (options.job.run.strategy == "all_reduce") {
-    if (ps > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "run.strategy all_reduce keeps the model on the trainers, but the cluster lists ", ps,
-          " parameter server", ps == 1 ? "" : "s", ": start it without ps (shoal launch --ps 0)"));
-    }
-    if (options.predicting()) {
-      return absl::UnimplementedError(
-          "a cluster prediction with run.strategy all_reduce is not supported yet: predict with "
-          "`shoal predict`, or with a parameter_server cluster");
-    }
-    if (options.train_input) {
-      return absl::UnimplementedError(
-          "fed sessions (tf.Session over placeholders) with run.strategy all_reduce are not "
-          "supported yet");
-    }
-    return absl::OkStatus();
+  const Strategy strategy = options.job.run.strategy;
+  if (!strategy.needs_servers() && ps > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.strategy ", strategy.name(),
+        " keeps the model on the trainers, but the cluster lists ", ps, " parameter server",
+        ps == 1 ? "" : "s", ": start it without ps (shoal launch --ps 0)"));
   }
-  if (ps == 0) {
+  if (strategy.needs_servers() && ps == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cluster.ps: run.strategy ", options.job.run.strategy,
+        absl::StrCat("cluster.ps: run.strategy ", strategy.name(),
                      " needs at least one parameter server (or set run.strategy=all_reduce)"));
   }
-  if (options.job.run.strategy == "hybrid" && options.train_input) {
+  if (!strategy.servers_hold_the_model() && options.predicting()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "a cluster prediction with run.strategy ", strategy.name(),
+        " is not supported yet: predict with `shoal predict`, or with a parameter_server cluster"));
+  }
+  if (strategy.trains_in_ring() && options.train_input) {
     return absl::UnimplementedError(
-        "fed sessions (tf.Session over placeholders) with run.strategy hybrid are not supported "
-        "yet");
+        absl::StrCat("fed sessions (tf.Session over placeholders) with run.strategy ",
+                     strategy.name(), " are not supported yet"));
   }
   return absl::OkStatus();
 }

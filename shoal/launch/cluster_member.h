@@ -33,12 +33,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "shoal/config/job_config.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/hooks.h"
 #include "shoal/estimator/job.h"
-#include "shoal/estimator/job_config.h"
-#include "shoal/estimator/models.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/model/models.h"
 #include "shoal/rpc/cluster_spec.h"
 
 namespace shoal {
@@ -70,7 +70,7 @@ struct MemberOptions {
   bool predicting() const { return !predict_output.empty(); }
   // Whether the trainers train in a ring (run.strategy all_reduce or hybrid; not a prediction,
   // which reads the model where it is).
-  bool trains_in_ring() const { return job.run.strategy != "parameter_server" && !predicting(); }
+  bool trains_in_ring() const { return job.run.strategy.trains_in_ring() && !predicting(); }
   // Run around every training step of the chief and the workers (the Python package's hooks),
   // and told of every checkpoint the chief saves; not owned.
   std::vector<SessionRunHook*> train_hooks;

@@ -7,11 +7,11 @@
 #include "absl/strings/str_replace.h"
 #include "shoal/base/logging.h"
 #include "shoal/base/status.h"
+#include "shoal/coordinator/leased_task_source.h"
 #include "shoal/estimator/input.h"
 #include "shoal/estimator/job.h"
 #include "shoal/estimator/prediction_output.h"
 #include "shoal/io/file_systems.h"
-#include "shoal/worker/leased_task_source.h"
 
 namespace shoal {
 

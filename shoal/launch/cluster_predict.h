@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "shoal/config/job_config.h"
 #include "shoal/coordinator/coordinator.h"
 #include "shoal/estimator/estimator.h"
-#include "shoal/estimator/job_config.h"
 #include "shoal/launch/cluster_member.h"
 #include "shoal/rpc/coordinator_service.h"
 

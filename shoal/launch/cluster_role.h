@@ -23,10 +23,10 @@
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/coordinator/coordinator.h"
 #include "shoal/data/task_source.h"
+#include "shoal/estimator/checkpoint_saver.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/input.h"
 #include "shoal/estimator/job.h"
-#include "shoal/estimator/models.h"
 #include "shoal/estimator/prediction_output.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
@@ -34,12 +34,13 @@
 #include "shoal/launch/cluster_predict.h"
 #include "shoal/launch/member_session.h"
 #include "shoal/launch/replica_ring.h"
+#include "shoal/model/models.h"
+#include "shoal/parameter_client/parameter_client.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/grpc/grpc_channel.h"
 #include "shoal/rpc/grpc/grpc_coordinator_service.h"
 #include "shoal/rpc/grpc/grpc_parameter_service.h"
 #include "shoal/rpc/grpc/grpc_server.h"
-#include "shoal/worker/parameter_client.h"
 
 namespace shoal::launch_internal {
 
@@ -48,8 +49,9 @@ constexpr char kFinalEvaluationStage[] = "final evaluation";
 // Where the evaluator reports it (under model_dir).
 constexpr char kFinalEvaluationFile[] = "eval/final_evaluation.json";
 
-// The trainers' JobRole over the coordinator (local in the chief, a stub elsewhere).
-class ClusterRole final : public JobRole {
+// The trainers' JobRole over the coordinator (local in the chief, a stub elsewhere); in the chief,
+// also its checkpoint cut and its part in the job's completion.
+class ClusterRole final : public JobRole, public CheckpointCut, public JobCompletion {
  public:
   // `generation`: the chief's, from Coordinator::WaitForCluster (unused by workers).
   ClusterRole(CoordinatorService* coordinator, Coordinator* local, TaskId task,
@@ -77,9 +79,9 @@ class ClusterRole final : public JobRole {
 
   absl::Status ModelReady(int64_t global_step, const std::string& checkpoint) override {
     if (local_ != nullptr && data_tasks_.has_value()) {
-      std::string state;
+      std::optional<DataTaskQueueState> state;
       if (!checkpoint.empty() && restore_task_state_) {
-        ASSIGN_OR_RETURN(state, DataTaskState(checkpoint));
+        ASSIGN_OR_RETURN(state, CheckpointDataTasks(checkpoint));
       }
       RETURN_IF_ERROR(local_->SetDataTasks(*data_tasks_, queue_options_, state));
     }
@@ -89,20 +91,19 @@ class ClusterRole final : public JobRole {
     return coordinator_->SetModelReady(global_step, checkpoint).status();
   }
 
+  // The chief's (the process with the coordinator); null elsewhere.
+  CheckpointCut* checkpoint_cut() override { return local_ != nullptr ? this : nullptr; }
+  JobCompletion* completion() override { return local_ != nullptr ? this : nullptr; }
+
   absl::StatusOr<int64_t> HoldTrainers(absl::Duration deadline) override {
-    if (local_ == nullptr) return -1;
     ASSIGN_OR_RETURN(const Coordinator::HoldInfo hold, local_->HoldTrainers(deadline));
     return hold.global_step;
   }
 
-  bool ReleaseTrainers() override {
-    if (local_ == nullptr) return true;
-    const std::vector<TaskId> left = local_->ReleaseTrainers();
-    return left.empty();
-  }
+  bool ReleaseTrainers() override { return local_->ReleaseTrainers().empty(); }
 
-  std::string CheckpointExtraJson() const override {
-    return local_ != nullptr ? local_->DataTaskStateJson() : std::string();
+  std::optional<DataTaskQueueState> DataTaskState() const override {
+    return local_->DataTaskState();
   }
 
   absl::StatusOr<int64_t> WaitForModel() override {
@@ -175,7 +176,6 @@ class ClusterRole final : public JobRole {
   }
 
   absl::Status CompletionStage(const std::string& stage) override {
-    if (local_ == nullptr) return absl::OkStatus();
     if (stage == kFinalEvaluationStage) {
       // A report left by an earlier run of this model_dir must not pass for this one's.
       ASSIGN_OR_RETURN(FileSystem * fs, options_.fs().For(FinalEvaluationPath()));
@@ -186,7 +186,6 @@ class ClusterRole final : public JobRole {
   }
 
   bool HasEvaluator() const override {
-    if (local_ == nullptr) return false;
     const std::vector<TaskStatus> tasks = local_->Tasks();
     return tasks.back().registered && tasks.back().live;  // evaluator:0 comes last
   }
@@ -249,15 +248,12 @@ class ClusterRole final : public JobRole {
     return JoinPath(options_.job.run.model_dir, kFinalEvaluationFile);
   }
 
-  // The "data_tasks" the checkpoint's manifest keeps ("" when it has none: static input then).
-  absl::StatusOr<std::string> DataTaskState(const std::string& checkpoint) const {
-    ASSIGN_OR_RETURN(FileSystem * fs, options_.fs().For(checkpoint));
-    ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader,
-                     CheckpointReader::Open(*fs, checkpoint));
-    const nlohmann::json extra =
-        nlohmann::json::parse(reader->extra_json(), nullptr, /*allow_exceptions=*/false);
-    if (!extra.is_object() || !extra.contains("data_tasks")) return std::string();
-    return extra["data_tasks"].dump();
+  // The data-task queue state the checkpoint's manifest keeps (nullopt when it has none: static
+  // input then).
+  absl::StatusOr<std::optional<DataTaskQueueState>> CheckpointDataTasks(
+      const std::string& checkpoint) const {
+    ASSIGN_OR_RETURN(const CheckpointState state, ReadCheckpointState(options_.fs(), checkpoint));
+    return state.data_tasks;
   }
 
   int64_t job_examples_ = -1;

@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "shoal/estimator/job_config.h"
+#include "shoal/config/job_config.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
 #include "shoal/launch/cluster_member.h"

@@ -23,7 +23,6 @@
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/input.h"
 #include "shoal/estimator/job.h"
-#include "shoal/estimator/models.h"
 #include "shoal/estimator/prediction_output.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
@@ -31,12 +30,13 @@
 #include "shoal/launch/cluster_predict.h"
 #include "shoal/launch/member_session.h"
 #include "shoal/launch/replica_ring.h"
+#include "shoal/model/models.h"
+#include "shoal/parameter_client/parameter_client.h"
 #include "shoal/ps/parameter_server.h"
 #include "shoal/rpc/grpc/grpc_channel.h"
 #include "shoal/rpc/grpc/grpc_coordinator_service.h"
 #include "shoal/rpc/grpc/grpc_parameter_service.h"
 #include "shoal/rpc/grpc/grpc_server.h"
-#include "shoal/worker/parameter_client.h"
 
 namespace shoal::launch_internal {
 
@@ -52,8 +52,14 @@ absl::StatusOr<EstimatorConfig> MemberEstimatorConfig(const MemberOptions& optio
   if (!options.predicting()) return EstimatorConfigFromJob(fs, options.job, options.models());
   ASSIGN_OR_RETURN(const InputConfig input,
                    PredictionInputFromJob(options.job, options.predict_input));
-  return EstimatorConfigFromJob(fs, options.job, options.models(),
-                                {.input = input, .name = "input.predict", .require_label = false});
+  ASSIGN_OR_RETURN(
+      EstimatorConfig config,
+      EstimatorConfigFromJob(fs, options.job, options.models(),
+                             {.input = input, .name = "input.predict", .require_label = false}));
+  // A prediction only reads the model, which the parameter servers hold whole under every
+  // strategy that allows a cluster prediction (CheckStrategy): the trainers form no ring.
+  config.run.strategy = Strategy();
+  return config;
 }
 
 // The size of every file of `input`, summed.

@@ -53,13 +53,13 @@ absl::StatusOr<std::unique_ptr<ReplicaRing>> JoinReplicaRing(
     const MemberOptions& options, CoordinatorService* coordinator, Coordinator* chief,
     int64_t generation, std::vector<ParameterService*> servers) {
   const TaskId task = options.cluster.task;
-  const std::string& strategy = options.job.run.strategy;
-  if (strategy != "all_reduce" && strategy != "hybrid") {
+  const Strategy strategy = options.job.run.strategy;
+  if (!strategy.trains_in_ring()) {
     return absl::InvalidArgumentError("a replica ring needs run.strategy all_reduce or hybrid");
   }
-  if ((strategy == "hybrid") == servers.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.strategy ", strategy, " with ", servers.size(), " parameter servers"));
+  if (strategy.tables_on_servers() == servers.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("run.strategy ", strategy.name(), " with ",
+                                                   servers.size(), " parameter servers"));
   }
   if (task.role != TaskRole::kChief && task.role != TaskRole::kWorker) {
     return absl::InvalidArgumentError(

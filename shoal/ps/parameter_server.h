@@ -8,7 +8,7 @@
 //
 //   FileSystems& fss = DefaultFileSystems();
 //   ParameterServer ps0(fss, 0, 2), ps1(fss, 1, 2);
-//   ParameterClient client({&ps0, &ps1});          // worker/parameter_client.h
+//   ParameterClient client({&ps0, &ps1});          // parameter_client/parameter_client.h
 //   RETURN_IF_ERROR(client.Initialize(spec));
 //
 // Checkpoints: Save writes shard file `shard` of `num_shards` (checkpoint/shard_writer.h): it is

@@ -1,6 +1,6 @@
 // Helpers for the parameter-server tests (not part of the library): N in-process shards over one
-// mem:// namespace, with the routing of worker/ParameterClient spelled out again in a few lines
-// (ps/ may not include worker/), so multi-shard behaviour is testable here.
+// mem:// namespace, with the routing of parameter_client/ParameterClient spelled out again in a few
+// lines (ps/ may not include worker/), so multi-shard behaviour is testable here.
 #pragma once
 
 #include <algorithm>
@@ -16,7 +16,7 @@
 #include "shoal/checkpoint/checkpoint.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/ps/parameter_server.h"
-#include "shoal/rpc/parameter_service_test_util.h"
+#include "shoal/spec/model_spec_test_util.h"
 
 namespace shoal::ps_test {
 

@@ -1,13 +1,8 @@
 // ParameterService: the contract between a worker and one parameter-server shard.
 //
-// A model's parameters are described once by a ModelSpec (dense variables and embedding tables,
-// each in an optimizer group). Every shard is given the whole spec and keeps the part it owns by
-// the placement rules below, which are pure functions of (spec, name or id, number of shards): a
-// worker, a PS and a restoring PS all compute the same owner without talking to each other.
-//
-//   dense variable: DenseSlices(spec, num_shards)[i] -- whole, greedy by bytes in spec order; or,
-//                   from kDenseSplitBytes on, split by rows into one slice per shard
-//   embedding row:  RowShard(id, num_shards) = Mix64(id ^ kPlacementSalt) % num_shards
+// A model's parameters are described once by a ModelSpec (spec/model_spec.h). Every shard is given
+// the whole spec and keeps the part it owns by the placement rules of spec/placement.h (RowShard,
+// DenseSlices), pure functions of (spec, name or id, number of shards).
 //
 // A shard holding a slice of a split variable serves it under the variable's name with the
 // slice's shape: PullDense returns its rows, PushDense takes the gradient of its rows (the
@@ -63,120 +58,15 @@
 #include "shoal/base/status.h"
 #include "shoal/checkpoint/manifest.h"
 #include "shoal/embedding/hash_table.h"
-#include "shoal/embedding/row_initializer.h"
-#include "shoal/optim/optimizer.h"
+#include "shoal/spec/model_spec.h"
+#include "shoal/spec/placement.h"
 #include "shoal/tensor/tensor.h"
 
 namespace shoal {
 
-// How a dense variable's initial value is drawn (from spec.seed and the variable's name).
-struct DenseInitializer {
-  enum class Kind {
-    kZeros,
-    kConstant,         // every element = value
-    kGlorotUniform,    // TF's default for dense kernels; shape [fan_in, fan_out]
-    kTruncatedNormal,  // stddev, re-drawn beyond 2 stddev
-    kRandomNormal,     // stddev (TF's random_normal_initializer, mean 0)
-    kRandomUniform,    // [minval, maxval) (TF's random_uniform_initializer)
-  };
-  Kind kind = Kind::kZeros;
-  float value = 0.0f;
-  float stddev = 0.05f;
-  float minval = -0.05f;
-  float maxval = 0.05f;
-  bool operator==(const DenseInitializer&) const = default;
-};
-
-// An optimizer group: the variables and tables that train with one optimizer (TF's wide & deep
-// trains "wide" with FTRL and "deep" with Adagrad).
-struct OptimizerGroupSpec {
-  std::string name;
-  OptimizerOptions options;
-  bool operator==(const OptimizerGroupSpec& o) const;
-};
-
-struct DenseVariableSpec {
-  std::string name;  // unique among variables and tables, e.g. "dnn/hidden_0/kernel"
-  Shape shape;
-  DenseInitializer initializer;
-  std::string group;  // an OptimizerGroupSpec name
-  bool operator==(const DenseVariableSpec&) const = default;
-};
-
-struct TableSpec {
-  std::string name;  // unique, e.g. "emb/C1" or "wide"
-  int64_t dim = 0;   // >= 1
-  RowInitializerOptions initializer;
-  int64_t min_count = 1;  // admission (EmbeddingTableOptions::min_count)
-  std::string group;      // an OptimizerGroupSpec name
-  bool operator==(const TableSpec& o) const;
-};
-
-struct ModelSpec {
-  uint64_t seed = 0;  // dense variables: seed of their initializer; tables: mixed with the name
-  std::vector<OptimizerGroupSpec> groups;
-  std::vector<DenseVariableSpec> dense;
-  std::vector<TableSpec> tables;
-  bool operator==(const ModelSpec&) const = default;
-};
-
-// INVALID_ARGUMENT naming the field: empty or repeated names (variables and tables share one
-// namespace), names containing "@part-" or "@rows-" (reserved for checkpoint entries of table parts
-// and dense slices), unknown
-// groups, shapes with a dimension < 1, initializers that cannot apply (glorot on a scalar, stddev
-// <= 0), table dims outside [1, HashEmbeddingTable::kMaxDim], min_count outside [1, 255],
-// optimizer options CreateOptimizer rejects.
-[[nodiscard]] absl::Status ValidateModelSpec(const ModelSpec& spec);
-
-// A hash of `name`'s bytes that is the same in every build and on every machine (64-bit FNV-1a;
-// absl::Hash is salted per process, so it must not decide anything that is saved or shared).
-uint64_t StableNameHash(absl::string_view name);
-
-// The table seed a shard uses for `table` (so rows of equal ids differ between tables):
-// Mix64(spec.seed ^ StableNameHash(table)).
-uint64_t TableSeed(const ModelSpec& spec, absl::string_view table);
-
-// The initial value of dense variable `var` of `spec`: drawn with seed spec.seed and key
-// StableNameHash(var.name), so it is the same on whichever shard holds it. `var` must be valid
-// (ValidateModelSpec).
-Tensor DenseInitialValue(const ModelSpec& spec, const DenseVariableSpec& var);
-
-// Salt of the row placement hash; differs from the table's internal stripe hash so that the ids
-// one PS receives still spread over its lock stripes.
-inline constexpr uint64_t kPlacementSalt = 0x5ca1ab1e0ddba11ULL;
-
 // True if `ids` holds an id twice (pushes require unique ids): a linear scan when the ids are
 // sorted, as a worker sends them, else a hash set.
 bool HasRepeatedIds(absl::Span<const uint64_t> ids);
-
-// The shard owning embedding row `id` among `num_shards` >= 1.
-int RowShard(uint64_t id, int num_shards);
-
-// Rows [begin, end) of a dense variable (its first dimension; a scalar is one row) held by `shard`.
-struct DenseSlice {
-  int shard = 0;
-  int64_t begin = 0;
-  int64_t end = 0;
-  bool operator==(const DenseSlice&) const = default;
-};
-
-// A dense variable of at least this many bytes and at least 2 rows is split by rows over the
-// shards (when there are several), so one large variable does not load one PS with its bytes, its
-// optimizer slots and all of its traffic.
-inline constexpr int64_t kDenseSplitBytes = int64_t{1} << 20;
-
-// Where each spec.dense[i] lives. A variable below kDenseSplitBytes (or with one row, or with one
-// shard) is one slice of all its rows on the shard with the fewest bytes so far (variables in spec
-// order, lowest index on ties). A larger one is split into min(num_shards, rows) slices of
-// near-equal row counts (in row order), each on a different shard, the least loaded first; each
-// shard holds at most one slice of a variable.
-std::vector<std::vector<DenseSlice>> DenseSlices(const ModelSpec& spec, int num_shards);
-
-// The shard of each spec.dense[i] that is not split, -1 for a split one (DenseSlices).
-std::vector<int> DensePlacement(const ModelSpec& spec, int num_shards);
-
-// The number of rows DenseSlices splits a variable of `shape` by: shape[0], or 1 for a scalar.
-int64_t DenseRows(const Shape& shape);
 
 // The largest replica count SetSyncReplicas accepts.
 inline constexpr int kMaxSyncReplicas = 1 << 16;

@@ -5,10 +5,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
-#include "shoal/estimator/models.h"
 #include "shoal/export/export_dir.h"
 #include "shoal/io/file_util.h"
 #include "shoal/io/path.h"
+#include "shoal/model/models.h"
 
 namespace shoal {
 absl::StatusOr<std::unique_ptr<Predictor>> Predictor::Load(FileSystems& fs,

@@ -31,15 +31,15 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "nlohmann/json.hpp"
+#include "shoal/config/job_config.h"
 #include "shoal/data/feature_set.h"
-#include "shoal/estimator/job_config.h"
-#include "shoal/estimator/model_fn.h"
-#include "shoal/estimator/models.h"
 #include "shoal/export/export_format.h"
 #include "shoal/io/file_systems.h"
+#include "shoal/model/model_fn.h"
+#include "shoal/model/models.h"
+#include "shoal/parameter_client/parameter_client.h"
 #include "shoal/serving/exported_parameters.h"
 #include "shoal/serving/input_parser.h"
-#include "shoal/worker/parameter_client.h"
 
 namespace shoal {
 

@@ -6,13 +6,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "shoal/base/status.h"
-#include "shoal/estimator/job_config.h"
-#include "shoal/estimator/models.h"
-#include "shoal/estimator/plugin.h"
+#include "shoal/config/job_config.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/file_util.h"
 #include "shoal/launch/cluster_member.h"
 #include "shoal/launch/local_launcher.h"
+#include "shoal/model/models.h"
+#include "shoal/model/plugin.h"
 #include "shoal/rpc/cluster_spec.h"
 
 namespace shoal {

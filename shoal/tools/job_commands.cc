@@ -9,17 +9,17 @@
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
 #include "shoal/base/status.h"
+#include "shoal/config/job_config.h"
 #include "shoal/data/task_progress.h"
 #include "shoal/data/task_source.h"
 #include "shoal/estimator/estimator.h"
 #include "shoal/estimator/job.h"
-#include "shoal/estimator/job_config.h"
-#include "shoal/estimator/models.h"
-#include "shoal/estimator/plugin.h"
 #include "shoal/estimator/prediction_output.h"
 #include "shoal/io/file_system.h"
 #include "shoal/io/file_systems.h"
 #include "shoal/io/path.h"
+#include "shoal/model/models.h"
+#include "shoal/model/plugin.h"
 
 namespace shoal {
 namespace {

@@ -76,7 +76,7 @@ class PluginExampleTest(unittest.TestCase):
         self.assertTrue(os.path.exists(
             os.path.join(self.prefix, "share", "shoal", "ShoalBuildFlags.cmake")))
         self.assertTrue(os.path.exists(
-            os.path.join(self.prefix, "include", "shoal", "estimator", "plugin.h")))
+            os.path.join(self.prefix, "include", "shoal", "model", "plugin.h")))
 
     def test_trains_the_plugin_model(self):
         out = self.train("model", "--plugin", self.plugin)

@@ -15,9 +15,9 @@
 #include "shoal/rpc/grpc/grpc_coordinator_service.h"
 #include "shoal/rpc/grpc/grpc_parameter_service.h"
 #include "shoal/rpc/grpc/grpc_test_util.h"
-#include "shoal/rpc/parameter_service_test_util.h"
 #include "shoal/rpc/proto/coordinator_service.grpc.pb.h"
 #include "shoal/rpc/proto/parameter_service.grpc.pb.h"
+#include "shoal/spec/model_spec_test_util.h"
 
 namespace shoal {
 namespace {

@@ -13,8 +13,8 @@
 #include "gtest/gtest.h"
 #include "shoal/rpc/grpc/auth.h"
 #include "shoal/rpc/grpc/grpc_test_util.h"
-#include "shoal/rpc/parameter_service_test_util.h"
 #include "shoal/rpc/proto/parameter_service.grpc.pb.h"
+#include "shoal/spec/model_spec_test_util.h"
 
 namespace shoal {
 namespace {
