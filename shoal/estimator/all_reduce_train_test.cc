@@ -177,8 +177,12 @@ class AllReduceTrainTest : public ::testing::Test {
 };
 
 TEST_F(AllReduceTrainTest, ARingOfOneTrainsExactlyAsOneProcess) {
-  absl::StatusOr<std::unique_ptr<Estimator>> alone =
-      Estimator::Create(fs_, test::Config("wide_deep", JoinPath(dir_, "alone")));
+  // The process alone has the same config, run.strategy all_reduce included, and no ring, as
+  // `shoal train` on an all_reduce job's config or the job's evaluator: it trains and evaluates
+  // the model it holds, as under parameter_server.
+  EstimatorConfig config = test::Config("wide_deep", JoinPath(dir_, "alone"));
+  config.run.strategy = Strategy(Strategy::Kind::kAllReduce);
+  absl::StatusOr<std::unique_ptr<Estimator>> alone = Estimator::Create(fs_, config);
   ASSERT_TRUE(alone.ok()) << alone.status();
   std::vector<Trainer> ring = Ring(1);
   ASSERT_EQ(ring.size(), 1u);
@@ -222,7 +226,8 @@ TEST_F(AllReduceTrainTest, AHybridRingOfOneTrainsExactlyAsOneProcessWithItsServe
   // A ring under a strategy that has none is refused too.
   absl::StatusOr<std::unique_ptr<Estimator>> refused = Estimator::Create(fs_, lone);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("parameter_server has no replica ring"),
+  EXPECT_NE(refused.status().message().find(
+                "a hybrid replica ring (all_reduce) under run.strategy parameter_server"),
             std::string::npos)
       << refused.status();
   lone.run.strategy = Strategy(Strategy::Kind::kHybrid);

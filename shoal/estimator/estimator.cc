@@ -37,6 +37,13 @@ std::vector<OptimizerGroupSpec> GroupsOf(const EstimatorConfig& config) {
 }
 
 // A one-example batch with the layout and no ids: the recording pass's input.
+// The strategy this Estimator trains with: run.strategy when it trains through a replica ring;
+// otherwise -- a process alone, an evaluator, a prediction -- its model is in the parameter servers
+// it holds or reaches, as under parameter_server.
+Strategy TrainingStrategy(const EstimatorConfig& config) {
+  return config.all_reduce != nullptr ? config.run.strategy : Strategy();
+}
+
 absl::Status Check(const EstimatorConfig& config) {
   if (!config.model_fn) return absl::InvalidArgumentError("EstimatorConfig: no model_fn");
   if (config.num_ps_shards < 1) {
@@ -49,14 +56,13 @@ absl::Status Check(const EstimatorConfig& config) {
   if (config.run.log_step_count_steps < 1) {
     return absl::InvalidArgumentError("run.log_step_count_steps must be >= 1");
   }
-  const Strategy strategy = config.run.strategy;
-  if (strategy.trains_in_ring() != (config.all_reduce != nullptr) ||
-      (config.all_reduce != nullptr &&
-       config.all_reduce->hybrid() != strategy.tables_on_servers())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "EstimatorConfig: run.strategy ", strategy.name(),
-        strategy.trains_in_ring() ? " trains through a replica ring of its kind (all_reduce)"
-                                  : " has no replica ring (all_reduce must be null)"));
+  const Strategy strategy = TrainingStrategy(config);
+  if (config.all_reduce != nullptr &&
+      (!config.run.strategy.trains_in_ring() ||
+       config.all_reduce->hybrid() != config.run.strategy.tables_on_servers())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("EstimatorConfig: a ", config.all_reduce->hybrid() ? "hybrid" : "all_reduce",
+                     " replica ring (all_reduce) under run.strategy ", config.run.strategy.name()));
   }
   if (strategy.trains_in_ring() && strategy.tables_on_servers() &&
       (config.role == nullptr || config.parameter_shards.empty())) {
@@ -126,7 +132,7 @@ std::unique_ptr<ModelContext> Estimator::NewModelContext(uint64_t seed) const {
 }
 
 Estimator::Estimator(FileSystems& fs, EstimatorConfig config)
-    : fs_(fs), config_(std::move(config)) {}
+    : fs_(fs), config_(std::move(config)), strategy_(TrainingStrategy(config_)) {}
 
 Estimator::~Estimator() {
   if (train_events_ != nullptr) train_events_->Close().IgnoreError();
@@ -152,10 +158,10 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(FileSystems& fs,
       CheckpointSaver::Options{
           .model_dir = run.model_dir,
           .sync_replicas = run.sync_replicas,
-          .every_step_is_a_cut = run.strategy.every_step_is_a_cut(),
+          .every_step_is_a_cut = estimator->strategy_.every_step_is_a_cut(),
           .hold_timeout = absl::Seconds(std::max<int64_t>(run.checkpoint_hold_timeout_secs, 0))});
   AllReduceParameters* ring = estimator->config_.all_reduce;
-  if (ring != nullptr && estimator->config_.run.strategy.servers_hold_the_model()) {
+  if (ring != nullptr && estimator->strategy_.servers_hold_the_model()) {
     estimator->train_client_ =
         std::make_unique<ParameterClient>(std::vector<ParameterService*>{ring});
   }
@@ -187,9 +193,8 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
     // The chief initialises or restores the parameter servers; this trainer uses them.
     if (loaded_) return absl::OkStatus();
     ASSIGN_OR_RETURN(global_step_, config_.role->WaitForModel());
-    const Strategy strategy = config_.run.strategy;
-    if (strategy.servers_hold_the_model()) RETURN_IF_ERROR(client_->Attach(spec_));
-    if (strategy.replicas_on_trainers()) {
+    if (strategy_.servers_hold_the_model()) RETURN_IF_ERROR(client_->Attach(spec_));
+    if (strategy_.replicas_on_trainers()) {
       // This trainer's replica starts from the checkpoint the chief announced (it saves one
       // before announcing the model).
       RETURN_IF_ERROR(LoadReplica());
@@ -216,8 +221,7 @@ absl::Status Estimator::LoadLatest(bool allow_fresh) {
     sync_set_ = true;
   }
   if (config_.role != nullptr && !announced_) {
-    if (config_.run.strategy.replicas_on_trainers() &&
-        config_.run.strategy.servers_hold_the_model()) {
+    if (strategy_.replicas_on_trainers() && strategy_.servers_hold_the_model()) {
       // hybrid: the chief's replica of the dense variables starts from the checkpoint it restored
       // or saved, as the other trainers' do.
       RETURN_IF_ERROR(LoadReplica());
@@ -232,13 +236,13 @@ absl::Status Estimator::LoadReplica() {
   ASSIGN_OR_RETURN(FileSystem * fs, fs_.For(config_.run.model_dir));
   ASSIGN_OR_RETURN(const std::string latest, LatestCheckpoint(*fs, config_.run.model_dir),
                    "the chief's checkpoint to start the replica from (run.strategy ",
-                   config_.run.strategy.name(), ")");
+                   strategy_.name(), ")");
   ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(*fs, latest));
   if (reader->step() != global_step_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "run.strategy ", config_.run.strategy.name(), ": the chief announced the model at step ",
-        global_step_, " but the latest checkpoint in ", config_.run.model_dir, " is of step ",
-        reader->step(), " (do the trainers share model_dir?)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("run.strategy ", strategy_.name(), ": the chief announced the model at step ",
+                     global_step_, " but the latest checkpoint in ", config_.run.model_dir,
+                     " is of step ", reader->step(), " (do the trainers share model_dir?)"));
   }
   RETURN_IF_ERROR_CTX(StepClient()->Restore(spec_, latest), "restoring ", latest);
   loaded_checkpoint_ = latest;

@@ -9,6 +9,11 @@
 // One code path with the distributed runtime: parameters live in ParameterService shards
 // (in-process ps::ParameterServer objects here; config.num_ps_shards of them) and the step pulls,
 // computes and pushes through a ParameterClient, exactly as a worker does (docs/architecture.md).
+// Where the runtime's pieces are: the step body is StepRunner (step_runner.h); the step loops
+// are TrainOnServers (run.strategy parameter_server, estimator_train.cc) and TrainLockstep
+// (all_reduce and hybrid, estimator_lockstep.cc), chosen by the Strategy (config/strategy.h);
+// checkpoints are cut by the CheckpointSaver (checkpoint_saver.h); a cluster takes part through
+// the JobRole (job_role.h).
 //
 // State. The model is recorded (model_fn's variables and tables) on first use; parameters are
 // then restored from the latest valid checkpoint of run.model_dir (falling back past a corrupt
@@ -320,6 +325,10 @@ class Estimator {
   std::unique_ptr<ParameterClient> train_client_;  // hybrid: over config_.all_reduce
   std::unique_ptr<ModelContext> context_;
   ModelSpec spec_;
+  // How this Estimator trains (config/strategy.h): run.strategy when it has a replica ring
+  // (config_.all_reduce), else parameter_server -- alone, an evaluator or a prediction reads and
+  // trains the model in the parameter servers it holds or reaches.
+  Strategy strategy_;
   bool is_chief() const { return config_.role == nullptr || config_.role->is_chief(); }
 
   bool recorded_ = false;

@@ -212,7 +212,7 @@ absl::StatusOr<TrainResult> Estimator::Train(const InputFn& input, const TrainOp
   // Sync mode: the last step this trainer committed (0: none yet).
   int64_t committed = 0;
   absl::Status failure =
-      config_.run.strategy.trains_in_ring()
+      strategy_.trains_in_ring()
           ? TrainLockstep(*source, hooks, context, last_step, options, result)
           : TrainOnServers(*source, hooks, context, last_step, options, result, committed);
   if (failure.ok()) failure = AnnotateCat(source->Flush(), "training input");

@@ -52,14 +52,8 @@ absl::StatusOr<EstimatorConfig> MemberEstimatorConfig(const MemberOptions& optio
   if (!options.predicting()) return EstimatorConfigFromJob(fs, options.job, options.models());
   ASSIGN_OR_RETURN(const InputConfig input,
                    PredictionInputFromJob(options.job, options.predict_input));
-  ASSIGN_OR_RETURN(
-      EstimatorConfig config,
-      EstimatorConfigFromJob(fs, options.job, options.models(),
-                             {.input = input, .name = "input.predict", .require_label = false}));
-  // A prediction only reads the model, which the parameter servers hold whole under every
-  // strategy that allows a cluster prediction (CheckStrategy): the trainers form no ring.
-  config.run.strategy = Strategy();
-  return config;
+  return EstimatorConfigFromJob(fs, options.job, options.models(),
+                                {.input = input, .name = "input.predict", .require_label = false});
 }
 
 // The size of every file of `input`, summed.
