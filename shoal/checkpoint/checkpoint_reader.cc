@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
-#include <functional>
 #include <new>
 #include <thread>
 
@@ -335,78 +334,6 @@ class EntryCursor {
   int64_t chunks_ = 0;
 };
 
-// Runs work(part, rows) for parts 0..parts-1 on each chunk's rows: part 0 on the calling thread,
-// the others on threads of their own that live as long as this object. Run returns when every
-// part is done with the chunk, so the chunk's memory may change after it. Not thread-safe.
-class PartWorkers {
- public:
-  using Work = std::function<absl::Status(int part, absl::string_view rows)>;
-
-  PartWorkers(int parts, Work work)
-      : work_(std::move(work)), statuses_(static_cast<size_t>(parts)) {
-    for (int part = 1; part < parts; ++part) threads_.emplace_back([this, part] { Loop(part); });
-  }
-  ~PartWorkers() {
-    {
-      MutexLock lock(&mu_);
-      stop_ = true;
-    }
-    cv_.SignalAll();
-    for (std::thread& thread : threads_) thread.join();
-  }
-  PartWorkers(const PartWorkers&) = delete;
-  PartWorkers& operator=(const PartWorkers&) = delete;
-
-  // The first error of part 0, 1, ... on `rows`.
-  absl::Status Run(absl::string_view rows) {
-    if (threads_.empty()) return work_(0, rows);
-    {
-      MutexLock lock(&mu_);
-      rows_ = rows;
-      ++generation_;
-      pending_ = static_cast<int>(threads_.size());
-    }
-    cv_.SignalAll();
-    absl::Status status = work_(0, rows);
-    MutexLock lock(&mu_);
-    while (pending_ > 0) cv_.Wait(&mu_);
-    for (size_t part = 1; part < statuses_.size() && status.ok(); ++part) status = statuses_[part];
-    return status;
-  }
-
- private:
-  void Loop(int part) {
-    uint64_t done = 0;
-    while (true) {
-      absl::string_view rows;
-      {
-        MutexLock lock(&mu_);
-        while (!stop_ && generation_ == done) cv_.Wait(&mu_);
-        if (stop_) return;
-        done = generation_;
-        rows = rows_;
-      }
-      absl::Status status = work_(part, rows);
-      {
-        MutexLock lock(&mu_);
-        statuses_[static_cast<size_t>(part)] = std::move(status);
-        --pending_;
-      }
-      cv_.SignalAll();
-    }
-  }
-
-  const Work work_;
-  std::vector<std::thread> threads_;
-  Mutex mu_;
-  CondVar cv_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
-  int pending_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::string_view rows_ ABSL_GUARDED_BY(mu_);
-  std::vector<absl::Status> statuses_ ABSL_GUARDED_BY(mu_);
-};
-
 // Where `entry`'s records end in `file`: at the next entry, or at the end of the file.
 uint64_t EntryEnd(const ShardFileInfo& file, const EntryInfo& entry) {
   uint64_t end = file.bytes;
@@ -568,17 +495,6 @@ absl::StatusOr<DenseVariable> CheckpointReader::ReadDense(absl::string_view name
 
 absl::Status CheckpointReader::ReadTableRows(
     absl::string_view name, absl::FunctionRef<absl::Status(const EmbeddingRow&)> visit) const {
-  return ReadTableRowsInParts(
-      name, 1, [](uint64_t) { return 0; }, visit);
-}
-
-absl::Status CheckpointReader::ReadTableRowsInParts(
-    absl::string_view name, int parts, absl::FunctionRef<int(uint64_t id)> part_of,
-    absl::FunctionRef<absl::Status(const EmbeddingRow&)> visit) const {
-  if (parts < 1 || parts > 64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("reading table \"", name, "\" in ", parts, " parts: must be 1 to 64"));
-  }
   ASSIGN_OR_RETURN(EntryInfo entry, FindEntry(name));
   if (entry.kind != EntryKind::kTable) {
     return absl::InvalidArgumentError(
@@ -591,26 +507,8 @@ absl::Status CheckpointReader::ReadTableRowsInParts(
   EntryCursor cursor(path, entry, EntryEnd(manifest_.files[entry.shard], entry));
   RETURN_IF_ERROR(cursor.Open(fs_));
 
-  // Rows sit at unaligned offsets in the record: each part copies a row into its aligned floats.
-  std::vector<std::vector<float>> floats(static_cast<size_t>(parts),
-                                         std::vector<float>(dim * (1 + num_slots)));
-  PartWorkers workers(parts, [&](int part, absl::string_view rows) -> absl::Status {
-    float* row_floats = floats[static_cast<size_t>(part)].data();
-    for (size_t at = 0; at < rows.size(); at += row_bytes) {
-      const char* p = rows.data() + at;
-      const uint64_t id = DecodeFixed64(p);
-      if (parts > 1 && part_of(id) != part) continue;
-      std::memcpy(row_floats, p + 16, row_bytes - 16);
-      const EmbeddingRow row{.id = id,
-                             .values = absl::MakeConstSpan(row_floats, dim),
-                             .slots = absl::MakeConstSpan(row_floats + dim, dim * num_slots),
-                             .last_seen_step = DecodeFixed32(p + 8),
-                             .count = DecodeFixed32(p + 12)};
-      RETURN_IF_ERROR(visit(row));
-    }
-    return absl::OkStatus();
-  });
-
+  // Rows sit at unaligned offsets in the record: copy each into aligned floats.
+  std::vector<float> floats(dim * (1 + num_slots));
   uint64_t next = 0;
   absl::string_view record;
   while (true) {
@@ -625,7 +523,20 @@ absl::Status CheckpointReader::ReadTableRowsInParts(
       return cursor.Corrupt(
           absl::StrCat("malformed chunk of table \"", name, "\" (expected row ", next, ")"));
     }
-    RETURN_IF_ERROR(workers.Run(p.rest()));
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t id = 0;
+      uint32_t last_seen = 0, count = 0;
+      p.U64(&id);
+      p.U32(&last_seen);
+      p.U32(&count);
+      p.Floats(floats.data(), floats.size());
+      const EmbeddingRow row{.id = id,
+                             .values = absl::MakeConstSpan(floats.data(), dim),
+                             .slots = absl::MakeConstSpan(floats.data() + dim, dim * num_slots),
+                             .last_seen_step = last_seen,
+                             .count = count};
+      RETURN_IF_ERROR(visit(row));
+    }
     next += n;
   }
   if (next != static_cast<uint64_t>(entry.units)) {

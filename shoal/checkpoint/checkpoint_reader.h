@@ -64,16 +64,6 @@ class CheckpointReader {
   // returns, and returns that error.
   [[nodiscard]] absl::Status ReadTableRows(
       absl::string_view name, absl::FunctionRef<absl::Status(const EmbeddingRow&)> visit) const;
-  // As ReadTableRows, with the rows split into `parts` (1 to 64) by part_of(id), a number in
-  // [0, parts) (rows of other numbers are skipped): part 0 is visited on the calling thread, each
-  // other part on a thread of its own, each part in file order, all parts of a chunk before the
-  // next chunk. `visit` runs concurrently for different parts, so it must be thread-safe; the
-  // first error of any part stops the read and is returned. For restoring a large table on
-  // several cores: the page faults of the table's fresh memory, about half of a restore's CPU
-  // time, then run in parallel.
-  [[nodiscard]] absl::Status ReadTableRowsInParts(
-      absl::string_view name, int parts, absl::FunctionRef<int(uint64_t id)> part_of,
-      absl::FunctionRef<absl::Status(const EmbeddingRow&)> visit) const;
   // Imports every row of table `name` into `table` (ImportRow), overwriting rows with the same id.
   [[nodiscard]] absl::Status ReadTable(absl::string_view name, HashEmbeddingTable* table) const;
 

@@ -3,7 +3,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -446,47 +445,6 @@ TEST_F(LocalDiskReadTest, FileShorterThanTheManifestSaysIsDataLoss) {
   EXPECT_TRUE(absl::IsDataLoss(status)) << status;
   EXPECT_THAT(status.message(), HasSubstr("offset"));
   EXPECT_LT(seen, 120'000);
-}
-
-// Rows split into parts: each row once, each part's rows in file order on its own thread, and an
-// error in one part stops the read.
-TEST_F(LocalDiskReadTest, RowsInPartsKeepFileOrderPerPart) {
-  LocalFileSystem fs;
-  auto reader = CheckpointReader::Open(fs, root_ + "/ckpt-1");
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  std::vector<uint64_t> in_order;
-  ASSERT_TRUE((*reader)
-                  ->ReadTableRows("t",
-                                  [&](const EmbeddingRow& row) {
-                                    in_order.push_back(row.id);
-                                    return absl::OkStatus();
-                                  })
-                  .ok());
-  constexpr int kParts = 3;
-  const auto part_of = [](uint64_t id) { return static_cast<int>(id % kParts); };
-  std::vector<uint64_t> parts[kParts];
-  absl::Status status =
-      (*reader)->ReadTableRowsInParts("t", kParts, part_of, [&](const EmbeddingRow& row) {
-        parts[part_of(row.id)].push_back(row.id);
-        return absl::OkStatus();
-      });
-  ASSERT_TRUE(status.ok()) << status;
-  for (int part = 0; part < kParts; ++part) {
-    std::vector<uint64_t> want;
-    for (uint64_t id : in_order) {
-      if (part_of(id) == part) want.push_back(id);
-    }
-    EXPECT_EQ(parts[part], want) << part;
-  }
-
-  std::atomic<int64_t> seen{0};
-  status = (*reader)->ReadTableRowsInParts("t", kParts, part_of, [&](const EmbeddingRow& row) {
-    if (part_of(row.id) == 2 && ++seen > 1000) return absl::CancelledError("enough");
-    return absl::OkStatus();
-  });
-  EXPECT_TRUE(absl::IsCancelled(status)) << status;
-  EXPECT_TRUE(absl::IsInvalidArgument((*reader)->ReadTableRowsInParts(
-      "t", 0, part_of, [](const EmbeddingRow&) { return absl::OkStatus(); })));
 }
 
 }  // namespace

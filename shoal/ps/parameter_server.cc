@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -18,20 +17,11 @@
 #include "shoal/base/status.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/checkpoint/shard_writer.h"
-#include "shoal/embedding/table_shard.h"
 #include "shoal/io/path.h"
 #include "shoal/ps/parameter_server_state.h"
 
 namespace shoal {
 namespace {
-
-// Table entries of at least this many rows are restored on RestoreThreads() threads.
-constexpr int64_t kParallelRestoreRows = 65536;
-
-// One restore thread per core, at most 4 (each adds a thread's memory bandwidth).
-int RestoreThreads() {
-  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
-}
 
 constexpr absl::string_view kPartInfix = "@part-";
 
@@ -755,26 +745,14 @@ absl::Status ParameterServer::ReadCheckpoint(absl::string_view dir, State* state
       // A part written by a shard of this layout holds exactly that shard's rows.
       if (is_part && part_count == num_shards_ && part_shard != shard_) continue;
       const bool same_slots = e.slot_names == slot_names;
-      // A large entry is imported on several cores, split by the table's lock stripe: each
-      // stripe's rows keep their file order (so a restored table saves the same bytes again), and
-      // no two threads contend for one stripe. Zeroing the table's fresh memory in page faults is
-      // about half of a restore's CPU time, and it parallelises (docs/benchmarks.md). The stripe
-      // is HashEmbeddingTable's (hash_table.cc: HashId & (stripes - 1)); were that to change,
-      // restores would stay correct and only lose the order and the freedom from contention.
-      const int stripes = t.table->num_shards();
-      const int parts = e.units >= kParallelRestoreRows ? std::min(RestoreThreads(), stripes) : 1;
-      const auto part_of = [&](uint64_t id) {
-        return static_cast<int>(HashId(id) & static_cast<uint64_t>(stripes - 1)) % parts;
-      };
-      RETURN_IF_ERROR(
-          reader->ReadTableRowsInParts(e.name, parts, part_of, [&](const EmbeddingRow& row) {
-            if (num_shards_ > 1 && RowShard(row.id, num_shards_) != shard_) return absl::OkStatus();
-            if (!values_only) return t.table->ImportRow(row);
-            EmbeddingRow warm = row;
-            if (!same_slots) warm.slots = fresh_slots;
-            warm.last_seen_step = 0;
-            return t.table->ImportRow(warm);
-          }));
+      RETURN_IF_ERROR(reader->ReadTableRows(e.name, [&](const EmbeddingRow& row) {
+        if (num_shards_ > 1 && RowShard(row.id, num_shards_) != shard_) return absl::OkStatus();
+        if (!values_only) return t.table->ImportRow(row);
+        EmbeddingRow warm = row;
+        if (!same_slots) warm.slots = fresh_slots;
+        warm.last_seen_step = 0;
+        return t.table->ImportRow(warm);
+      }));
     }
   }
   return absl::OkStatus();
