@@ -1,18 +1,24 @@
 // ShardWriter + CheckpointReader: round trips, streaming in chunks, and validation of what is read.
 #include "shoal/checkpoint/shard_writer.h"
 
+#include <unistd.h>
+
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/base/status.h"
+#include "shoal/base/test_dir.h"
 #include "shoal/checkpoint/checkpoint.h"
 #include "shoal/checkpoint/checkpoint_reader.h"
 #include "shoal/checkpoint/checkpoint_test_util.h"
 #include "shoal/checkpoint/shard_records.h"
 #include "shoal/io/fault_injection_file_system.h"
 #include "shoal/io/file_util.h"
+#include "shoal/io/local_file_system.h"
 #include "shoal/io/mem_file_system.h"
 
 namespace shoal {
@@ -346,6 +352,99 @@ TEST(ShardRecordsTest, EntryHeaderRejectsAbsurdSizes) {
   for (size_t cut = 0; cut < text.size(); ++cut) {
     EXPECT_TRUE(absl::IsDataLoss(DecodeEntryHeader(text.substr(0, cut)).status())) << cut;
   }
+}
+
+// On a local disk the reader takes the file in aligned blocks with O_DIRECT: a shard file of
+// several blocks whose size is no multiple of 4096, with chunk records straddling the blocks and
+// entries after the table, reads the same with O_DIRECT on and off.
+class LocalDiskReadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = NewTestDir("shoal_checkpoint_direct");
+    ASSERT_FALSE(root_.empty());
+    adagrad_ = MakeOptimizer("adagrad");
+    // 120,000 rows of 80 bytes: 9.6 MB, more than one 8 MiB block of the reader.
+    table_ = FilledTable(*adagrad_, 8, 120'000);
+    LocalFileSystem fs;
+    auto writer = ShardWriter::Create(fs, root_ + "/ckpt-1", 0, 1, {.chunk_bytes = 100'000});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->AddDense("a", Ramp({1000}, 0.5f), {}, {}).ok());
+    absl::Status added = (*writer)->AddTable("t", *table_, adagrad_->slot_names());
+    ASSERT_TRUE(added.ok()) << added;
+    ASSERT_TRUE((*writer)->AddDense("z", Ramp({777}, 2.0f), {}, {}).ok());
+    absl::StatusOr<ShardFileInfo> info = (*writer)->Finish();
+    ASSERT_TRUE(info.ok()) << info.status();
+    info_ = *info;
+    ASSERT_TRUE(CommitCheckpoint(fs, root_, 1, {info_}).ok());
+    path_ = root_ + "/ckpt-1/" + info_.name;
+  }
+  void TearDown() override { ASSERT_TRUE(LocalFileSystem().DeleteRecursively(root_).ok()); }
+
+  // Reads the checkpoint through `fs`: the table's rows, and both dense variables checked.
+  absl::StatusOr<std::map<uint64_t, RowCopy>> ReadAll(FileSystem& fs) {
+    ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(fs, root_ + "/ckpt-1"));
+    ASSIGN_OR_RETURN(DenseVariable a, reader->ReadDense("a"));
+    EXPECT_TRUE(SameTensor(a.value, Ramp({1000}, 0.5f)));
+    ASSIGN_OR_RETURN(DenseVariable z, reader->ReadDense("z"));
+    EXPECT_TRUE(SameTensor(z.value, Ramp({777}, 2.0f)));
+    auto table = EmptyTable(*adagrad_, 8);
+    RETURN_IF_ERROR(reader->ReadTable("t", table.get()));
+    return Rows(*table);
+  }
+
+  std::string root_, path_;
+  std::unique_ptr<Optimizer> adagrad_;
+  std::unique_ptr<HashEmbeddingTable> table_;
+  ShardFileInfo info_;
+};
+
+TEST_F(LocalDiskReadTest, SameRowsWithAndWithoutDirectReads) {
+  ASSERT_GT(info_.bytes, uint64_t{8} << 20);
+  ASSERT_NE(info_.bytes % 4096, 0u);
+  const std::map<uint64_t, RowCopy> want = Rows(*table_);
+  LocalFileSystem direct({.direct_reads = true}), buffered({.direct_reads = false});
+  absl::StatusOr<std::map<uint64_t, RowCopy>> got = ReadAll(direct);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(*got == want);
+  got = ReadAll(buffered);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(*got == want);
+}
+
+// A flipped byte in the second block stops the read there, naming the file and offset.
+TEST_F(LocalDiskReadTest, CorruptionInALaterBlockIsDataLoss) {
+  LocalFileSystem fs;
+  const EntryInfo table = info_.entries[1];
+  ASSERT_EQ(table.name, "t");
+  FlipByte(fs, path_, (uint64_t{8} << 20) + 5000);
+  auto reader = CheckpointReader::Open(fs, root_ + "/ckpt-1");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  int64_t seen = 0;
+  absl::Status status = (*reader)->ReadTableRows("t", [&](const EmbeddingRow&) {
+    ++seen;
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr(path_));
+  EXPECT_THAT(status.message(), HasSubstr("crc mismatch"));
+  EXPECT_GT(seen, 90'000);  // the rows of the first block
+  EXPECT_LT(seen, 120'000);
+}
+
+// A shard file cut short after the manifest was written: DATA_LOSS, never a hang or a crash.
+TEST_F(LocalDiskReadTest, FileShorterThanTheManifestSaysIsDataLoss) {
+  LocalFileSystem fs;
+  auto reader = CheckpointReader::Open(fs, root_ + "/ckpt-1");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_EQ(::truncate(path_.c_str(), static_cast<off_t>(info_.bytes / 2)), 0);
+  int64_t seen = 0;
+  absl::Status status = (*reader)->ReadTableRows("t", [&](const EmbeddingRow&) {
+    ++seen;
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("offset"));
+  EXPECT_LT(seen, 120'000);
 }
 
 }  // namespace

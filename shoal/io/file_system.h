@@ -27,6 +27,10 @@
 
 namespace shoal {
 
+// Reads of a file opened with FileSystem::NewBulkReadFile whose offset, size and buffer address
+// are all multiples of this may bypass the file system's cache.
+inline constexpr size_t kBulkReadAlignment = 4096;
+
 // A file opened for positional reads. Thread-safe.
 class RandomAccessFile {
  public:
@@ -68,6 +72,15 @@ class FileSystem {
   // Opens an existing file for reading.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
       absl::string_view path) = 0;
+  // Opens an existing file that the caller reads once, front to back, in large pieces (a
+  // checkpoint restore). A read whose offset, size and `scratch` are multiples of
+  // kBulkReadAlignment may bypass the file system's cache (local files: O_DIRECT, so the data is
+  // neither copied out of the page cache nor left in it); other reads behave as with
+  // NewRandomAccessFile, which is the default.
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewBulkReadFile(
+      absl::string_view path) {
+    return NewRandomAccessFile(path);
+  }
   // Creates `path`, truncating an existing file. The parent directory must exist.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
       absl::string_view path) = 0;

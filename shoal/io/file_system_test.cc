@@ -1,9 +1,12 @@
 // Runs the same FileSystem contract tests against the local disk and mem://.
 #include "shoal/io/file_system.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,6 +90,38 @@ TEST_P(FileSystemTest, PositionalReads) {
   EXPECT_EQ(*(*file)->Read(10, 4, scratch), "");
   EXPECT_EQ(*(*file)->Read(100, 4, scratch), "");
   EXPECT_EQ(*(*file)->Size(), 10u);
+}
+
+// NewBulkReadFile reads what NewRandomAccessFile reads, in aligned pieces (O_DIRECT on a local
+// disk) and unaligned ones, up to a tail that is no multiple of kBulkReadAlignment.
+TEST_P(FileSystemTest, BulkReadsMatchPlainReads) {
+  std::string contents(3 * kBulkReadAlignment + 1234, '\0');
+  for (size_t i = 0; i < contents.size(); ++i) contents[i] = static_cast<char>(i * 131 + i / 7);
+  Write("f", contents);
+  auto file = fs_->NewBulkReadFile(Path("f"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(*(*file)->Size(), contents.size());
+  auto scratch = std::unique_ptr<char[], void (*)(char*)>(
+      static_cast<char*>(
+          ::operator new[](8 * kBulkReadAlignment, std::align_val_t{kBulkReadAlignment})),
+      [](char* p) { ::operator delete[](p, std::align_val_t{kBulkReadAlignment}); });
+  // Aligned: the whole file in one read asking for more, then block by block.
+  absl::StatusOr<absl::string_view> got = (*file)->Read(0, 8 * kBulkReadAlignment, scratch.get());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(*got == contents);
+  for (uint64_t at = 0; at < contents.size(); at += kBulkReadAlignment) {
+    got = (*file)->Read(at, kBulkReadAlignment, scratch.get());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(*got == absl::string_view(contents).substr(at, kBulkReadAlignment)) << at;
+  }
+  EXPECT_EQ(*(*file)->Read(4 * kBulkReadAlignment, kBulkReadAlignment, scratch.get()), "");
+  // Unaligned offset, size or buffer: through the page cache.
+  got = (*file)->Read(5, 2 * kBulkReadAlignment, scratch.get());
+  EXPECT_TRUE(*got == absl::string_view(contents).substr(5, 2 * kBulkReadAlignment));
+  got = (*file)->Read(kBulkReadAlignment, 100, scratch.get());
+  EXPECT_TRUE(*got == absl::string_view(contents).substr(kBulkReadAlignment, 100));
+  got = (*file)->Read(0, kBulkReadAlignment, scratch.get() + 1);
+  EXPECT_TRUE(*got == absl::string_view(contents).substr(0, kBulkReadAlignment));
 }
 
 TEST_P(FileSystemTest, WritableTruncatesAppendableAppends) {
@@ -276,6 +311,45 @@ TEST(FileSystemsTest, DefaultHasBuiltinsAndFileUrisReachLocalFiles) {
   EXPECT_EQ(*ReadFileToString(*fs, plain), "via uri");
   EXPECT_THAT(*fs->GetMatchingPaths(absl::StrCat("file://", tmpl, "/*")), ElementsAre(uri));
   ASSERT_TRUE(fs->DeleteRecursively(tmpl).ok());
+}
+
+// A file system that refuses O_DIRECT (procfs does, at open) still gets bulk reads, buffered.
+TEST(LocalFileSystemTest, BulkReadsFallBackWhenODirectIsRefused) {
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_DIRECT);
+  if (fd >= 0) {
+    ::close(fd);
+    GTEST_SKIP() << "this kernel's procfs accepts O_DIRECT";
+  }
+  LocalFileSystem fs;
+  auto file = fs.NewBulkReadFile("/proc/version");
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto plain = fs.NewRandomAccessFile("/proc/version");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto scratch = std::unique_ptr<char[], void (*)(char*)>(
+      static_cast<char*>(
+          ::operator new[](kBulkReadAlignment, std::align_val_t{kBulkReadAlignment})),
+      [](char* p) { ::operator delete[](p, std::align_val_t{kBulkReadAlignment}); });
+  std::string want(kBulkReadAlignment, '\0');
+  absl::StatusOr<absl::string_view> got = (*file)->Read(0, kBulkReadAlignment, scratch.get());
+  ASSERT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<absl::string_view> expected = (*plain)->Read(0, kBulkReadAlignment, want.data());
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_FALSE(got->empty());
+  EXPECT_EQ(*got, *expected);
+}
+
+// With direct reads off, bulk reads are plain reads.
+TEST(LocalFileSystemTest, BulkReadsWithoutDirectReads) {
+  const std::string dir = NewTestDir("shoal_io_bulk");
+  ASSERT_FALSE(dir.empty());
+  LocalFileSystem fs({.direct_reads = false});
+  const std::string contents(kBulkReadAlignment + 17, 'x');
+  ASSERT_TRUE(WriteStringToFile(fs, dir + "/f", contents).ok());
+  auto file = fs.NewBulkReadFile(dir + "/f");
+  ASSERT_TRUE(file.ok()) << file.status();
+  std::string scratch(2 * kBulkReadAlignment, '\0');
+  EXPECT_EQ(*(*file)->Read(0, scratch.size(), scratch.data()), contents);
+  ASSERT_TRUE(fs.DeleteRecursively(dir).ok());
 }
 
 TEST(MemFileSystemTest, RejectsOtherPaths) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -85,18 +86,36 @@ absl::StatusOr<struct stat> Stat(const std::string& local, absl::string_view pat
   return st;
 }
 
+bool IsAligned(uint64_t value) { return value % kBulkReadAlignment == 0; }
+
 class PosixRandomAccessFile final : public RandomAccessFile {
  public:
-  PosixRandomAccessFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  ~PosixRandomAccessFile() override { ::close(fd_); }
+  // `direct_fd` is the same file opened with O_DIRECT, or -1. Takes ownership of both.
+  PosixRandomAccessFile(int fd, int direct_fd, std::string path)
+      : fd_(fd), direct_fd_(direct_fd), path_(std::move(path)) {}
+  ~PosixRandomAccessFile() override {
+    ::close(fd_);
+    if (direct_fd_ >= 0) ::close(direct_fd_);
+  }
 
   absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n, char* scratch) const override {
     size_t done = 0;
     while (done < n) {
-      const ssize_t got = ::pread(fd_, scratch + done, n - done, static_cast<off_t>(offset + done));
+      const uint64_t at = offset + done;
+      const bool direct = direct_fd_ >= 0 && !direct_refused_.load(std::memory_order_relaxed) &&
+                          IsAligned(at) && IsAligned(n - done) &&
+                          IsAligned(reinterpret_cast<uintptr_t>(scratch + done));
+      const ssize_t got =
+          ::pread(direct ? direct_fd_ : fd_, scratch + done, n - done, static_cast<off_t>(at));
       if (got < 0) {
         if (errno == EINTR) continue;
-        return ErrnoToStatus(errno, absl::StrCat("read at offset ", offset + done, " of"), path_);
+        // O_DIRECT accepted at open but not for this read (e.g. a device block larger than
+        // kBulkReadAlignment): the page cache it is, for this and every later read.
+        if (direct && errno == EINVAL) {
+          direct_refused_.store(true, std::memory_order_relaxed);
+          continue;
+        }
+        return ErrnoToStatus(errno, absl::StrCat("read at offset ", at, " of"), path_);
       }
       if (got == 0) break;  // end of file
       done += static_cast<size_t>(got);
@@ -112,8 +131,24 @@ class PosixRandomAccessFile final : public RandomAccessFile {
 
  private:
   const int fd_;
+  const int direct_fd_;
   const std::string path_;
+  mutable std::atomic<bool> direct_refused_{false};
 };
+
+// Opens `path` for reading: a regular file (or anything but a directory).
+absl::StatusOr<int> OpenForRead(absl::string_view path, int flags) {
+  const std::string local = ToLocal(path);
+  const int fd = ::open(local.c_str(), flags | O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    return ErrnoToStatus(err, "open", path);
+  }
+  return fd;
+}
 
 class PosixWritableFile final : public WritableFile {
  public:
@@ -190,16 +225,20 @@ absl::Status ErrnoToStatus(int err, absl::string_view op, absl::string_view path
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> LocalFileSystem::NewRandomAccessFile(
     absl::string_view path) {
-  const std::string local = ToLocal(path);
-  const int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, "open", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
-    ::close(fd);
-    return ErrnoToStatus(err, "open", path);
+  ASSIGN_OR_RETURN(const int fd, OpenForRead(path, 0));
+  return std::make_unique<PosixRandomAccessFile>(fd, -1, std::string(path));
+}
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> LocalFileSystem::NewBulkReadFile(
+    absl::string_view path) {
+  ASSIGN_OR_RETURN(const int fd, OpenForRead(path, 0));
+  int direct_fd = -1;
+  if (options_.direct_reads) {
+    // Any failure here (EINVAL: the file system refuses O_DIRECT) leaves the buffered reads.
+    absl::StatusOr<int> direct = OpenForRead(path, O_DIRECT);
+    if (direct.ok()) direct_fd = *direct;
   }
-  return std::make_unique<PosixRandomAccessFile>(fd, std::string(path));
+  return std::make_unique<PosixRandomAccessFile>(fd, direct_fd, std::string(path));
 }
 
 absl::StatusOr<std::unique_ptr<WritableFile>> LocalFileSystem::NewWritableFile(

@@ -4,7 +4,19 @@
 // Writable files buffer 64 KiB in user space (Flush() hands it to the kernel); Sync() is
 // fdatasync. RenameFile is rename(2) followed by an fsync of the destination directory, so an
 // atomic replace survives a power loss once RenameFile returns. errno values map to status codes
-// as described in file_system.h. Thread-safe; holds no state of its own.
+// as described in file_system.h.
+//
+// NewBulkReadFile opens the file twice, once with O_DIRECT: reads with offset, size and buffer
+// aligned to kBulkReadAlignment go to the disk straight into the caller's buffer (no page-cache
+// copy: a restore is CPU-bound on that copy otherwise, docs/benchmarks.md), all others through the
+// page cache. When the file system refuses O_DIRECT (EINVAL at open or at the first read: tmpfs on
+// old kernels, procfs, some FUSE and network mounts), every read goes through the page cache.
+//
+// Thread-safe; holds no state besides its options.
+struct LocalFileSystemOptions {
+  // Whether NewBulkReadFile may use O_DIRECT. Default true; false makes it NewRandomAccessFile.
+  bool direct_reads = true;
+};
 #pragma once
 
 #include <memory>
@@ -17,7 +29,11 @@ namespace shoal {
 
 class LocalFileSystem final : public FileSystem {
  public:
+  explicit LocalFileSystem(LocalFileSystemOptions options = {}) : options_(options) {}
+
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      absl::string_view path) override;
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewBulkReadFile(
       absl::string_view path) override;
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(absl::string_view path) override;
   absl::StatusOr<std::unique_ptr<WritableFile>> NewAppendableFile(absl::string_view path) override;
@@ -30,6 +46,9 @@ class LocalFileSystem final : public FileSystem {
   absl::Status DeleteFile(absl::string_view path) override;
   absl::Status DeleteRecursively(absl::string_view path) override;
   absl::Status RenameFile(absl::string_view src, absl::string_view dst) override;
+
+ private:
+  const LocalFileSystemOptions options_;
 };
 
 // The status for a failed system call: the code from `err` (errno), the message
