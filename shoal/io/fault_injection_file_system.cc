@@ -148,6 +148,13 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> FaultInjectionFileSystem::NewR
   return std::make_unique<FaultRandomAccessFile>(this, std::string(path), std::move(file));
 }
 
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> FaultInjectionFileSystem::NewBulkReadFile(
+    absl::string_view path) {
+  RETURN_IF_ERROR(Check(FileOp::kOpen, path));
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, base_->NewBulkReadFile(path));
+  return std::make_unique<FaultRandomAccessFile>(this, std::string(path), std::move(file));
+}
+
 absl::StatusOr<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::NewWritableFile(
     absl::string_view path) {
   RETURN_IF_ERROR(Check(FileOp::kOpen, path));

@@ -29,7 +29,7 @@
 namespace shoal {
 
 enum class FileOp {
-  kOpen,       // NewRandomAccessFile, NewWritableFile, NewAppendableFile
+  kOpen,       // NewRandomAccessFile, NewBulkReadFile, NewWritableFile, NewAppendableFile
   kRead,       // RandomAccessFile::Read
   kAppend,     // WritableFile::Append
   kFlush,      // WritableFile::Flush
@@ -70,6 +70,9 @@ class FaultInjectionFileSystem final : public FileSystem {
   int64_t Count(FileOp op) const;
 
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      absl::string_view path) override;
+  // The base's bulk read (O_DIRECT on local files), with the same faults as NewRandomAccessFile.
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewBulkReadFile(
       absl::string_view path) override;
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(absl::string_view path) override;
   absl::StatusOr<std::unique_ptr<WritableFile>> NewAppendableFile(absl::string_view path) override;

@@ -112,5 +112,17 @@ TEST_F(FaultInjectionTest, FailNthRead) {
   EXPECT_EQ(*ReadFileToString(fs_, "mem://f"), "abc");
 }
 
+TEST_F(FaultInjectionTest, BulkReadsTakeTheSameFaults) {
+  ASSERT_TRUE(WriteStringToFile(mem_, "mem://f", "abcdef").ok());
+  fs_.CorruptReads("mem://f", 2, 0x01);
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = fs_.NewBulkReadFile("mem://f");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(fs_.Count(FileOp::kOpen), 1);
+  char scratch[6];
+  EXPECT_EQ(*(*file)->Read(0, 6, scratch), "abbdef");
+  fs_.Inject({.op = FileOp::kOpen, .nth = 2, .status = absl::UnavailableError("gone")});
+  EXPECT_TRUE(absl::IsUnavailable(fs_.NewBulkReadFile("mem://f").status()));
+}
+
 }  // namespace
 }  // namespace shoal

@@ -13,10 +13,6 @@
 // old kernels, procfs, some FUSE and network mounts), every read goes through the page cache.
 //
 // Thread-safe; holds no state besides its options.
-struct LocalFileSystemOptions {
-  // Whether NewBulkReadFile may use O_DIRECT. Default true; false makes it NewRandomAccessFile.
-  bool direct_reads = true;
-};
 #pragma once
 
 #include <memory>
@@ -26,6 +22,11 @@ struct LocalFileSystemOptions {
 #include "shoal/io/file_system.h"
 
 namespace shoal {
+
+struct LocalFileSystemOptions {
+  // Whether NewBulkReadFile may use O_DIRECT. Default true; false makes it NewRandomAccessFile.
+  bool direct_reads = true;
+};
 
 class LocalFileSystem final : public FileSystem {
  public:
