@@ -2,7 +2,7 @@
 # Installs what shoal needs on Debian 12, idempotently and quietly.
 #   scripts/install-deps.sh            build + test dependencies (C++ libraries, tools, data set)
 #   scripts/install-deps.sh --bench    also what the benchmarks compare against (OpenBLAS;
-#                                      libxsmm and oneDNN for bench/gemm_shapes_bench.cc)
+#                                      oneDNN for bench/gemm_shapes_bench.cc)
 #   scripts/install-deps.sh --compare  also the PyTorch peer of bench/compare (Debian's
 #                                      python3-torch, and python3-pandas to pre-parse its input)
 # Only missing packages are installed; a machine that has them all does no network access.
@@ -21,6 +21,8 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # shoal/collective: the all-reduce ring (Gloo over TCP; no CMake config, found by find_library)
   libgloo-dev
+  # shoal/nn/gemm.h: libxsmm's JIT kernels for the dense layers' small matrix products
+  libxsmm-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   # tests only: the HDFS minicluster (scripts/hdfs-minicluster.sh) and, with pyspark from PyPI,
@@ -28,7 +30,7 @@ packages=(
   openjdk-17-jdk-headless maven
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libopenblas-dev libxsmm-dev libdnnl-dev)
+  packages+=(libopenblas-dev libdnnl-dev)
 fi
 if [[ "${1:-}" == "--compare" ]]; then
   packages+=(python3-torch python3-pandas)

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "shoal/base/logging.h"
+#include "shoal/nn/gemm.h"
 
 namespace shoal::nn {
 namespace {
@@ -29,48 +30,28 @@ Var MatMul(const Var& a, const Var& b, bool transpose_a, bool transpose_b) {
                   << (transpose_a ? "^T" : "") << " and " << ShapeToString(b->value.shape())
                   << (transpose_b ? "^T" : "");
   Tensor out(Shape{m, n});
-  {
-    auto A = a->value.matrix();
-    auto B = b->value.matrix();
-    auto C = out.matrix();
-    if (!transpose_a && !transpose_b) {
-      C.noalias() = A * B;
-    } else if (!transpose_a) {
-      C.noalias() = A * B.transpose();
-    } else if (!transpose_b) {
-      C.noalias() = A.transpose() * B;
-    } else {
-      C.noalias() = A.transpose() * B.transpose();
-    }
-  }
+  Gemm(std::as_const(a->value).matrix(), transpose_a, std::as_const(b->value).matrix(), transpose_b,
+       out.matrix(), /*accumulate=*/false);
   return MakeOpNode("MatMul", std::move(out), {a, b}, [transpose_a, transpose_b](Node& self) {
     Node& a = *self.inputs[0];
     Node& b = *self.inputs[1];
-    auto dC = std::as_const(self.grad).matrix();
-    auto A = std::as_const(a.value).matrix();
-    auto B = std::as_const(b.value).matrix();
+    const ConstMatrixMap dC = std::as_const(self.grad).matrix();
+    const ConstMatrixMap A = std::as_const(a.value).matrix();
+    const ConstMatrixMap B = std::as_const(b.value).matrix();
     if (a.requires_grad) {
-      auto dA = GradBuffer(a).matrix();
-      if (!transpose_a && !transpose_b) {
-        dA.noalias() += dC * B.transpose();
-      } else if (!transpose_a) {
-        dA.noalias() += dC * B;
-      } else if (!transpose_b) {
-        dA.noalias() += B * dC.transpose();
+      // dA += dC op(B)^T, laid out as a is.
+      if (!transpose_a) {
+        Gemm(dC, false, B, !transpose_b, GradBuffer(a).matrix(), /*accumulate=*/true);
       } else {
-        dA.noalias() += B.transpose() * dC.transpose();
+        Gemm(B, transpose_b, dC, true, GradBuffer(a).matrix(), /*accumulate=*/true);
       }
     }
     if (b.requires_grad) {
-      auto dB = GradBuffer(b).matrix();
-      if (!transpose_b && !transpose_a) {
-        dB.noalias() += A.transpose() * dC;
-      } else if (!transpose_b) {
-        dB.noalias() += A * dC;
-      } else if (!transpose_a) {
-        dB.noalias() += dC.transpose() * A;
+      // dB += op(A)^T dC, laid out as b is.
+      if (!transpose_b) {
+        Gemm(A, !transpose_a, dC, false, GradBuffer(b).matrix(), /*accumulate=*/true);
       } else {
-        dB.noalias() += dC.transpose() * A.transpose();
+        Gemm(dC, true, A, transpose_a, GradBuffer(b).matrix(), /*accumulate=*/true);
       }
     }
   });

@@ -1,0 +1,110 @@
+#include "shoal/nn/gemm.h"
+
+#include <mutex>
+
+#include "shoal/base/logging.h"
+
+#ifdef SHOAL_WITH_LIBXSMM
+#include <libxsmm.h>
+#endif
+
+namespace shoal::nn {
+namespace {
+
+void EigenGemm(ConstMatrixMap a, bool transpose_a, ConstMatrixMap b, bool transpose_b, MatrixMap c,
+               bool accumulate) {
+  const auto product = [&](auto&& lhs, auto&& rhs) {
+    if (accumulate) {
+      c.noalias() += lhs * rhs;
+    } else {
+      c.noalias() = lhs * rhs;
+    }
+  };
+  if (!transpose_a && !transpose_b) {
+    product(a, b);
+  } else if (!transpose_a) {
+    product(a, b.transpose());
+  } else if (!transpose_b) {
+    product(a.transpose(), b);
+  } else {
+    product(a.transpose(), b.transpose());
+  }
+}
+
+#ifdef SHOAL_WITH_LIBXSMM
+// libxsmm is column-major: the row-major c[m,n] = op(a)[m,k] * b[k,n] is the column-major
+// c^T[n,m] = b^T[n,k] * op(a)^T[k,m]. b's storage is b^T column-major (leading dimension n); a's
+// is a^T column-major, which is op(a)^T when a is not transposed (leading dimension k), and needs
+// the kernel's TRANS_B when it is (a stored [k,m], leading dimension m). Returns false when libxsmm
+// has no kernel (the caller runs Eigen).
+bool LibxsmmGemm(ConstMatrixMap a, bool transpose_a, ConstMatrixMap b, MatrixMap c,
+                 bool accumulate) {
+  static std::once_flag init;
+  std::call_once(init, [] { libxsmm_init(); });
+  const auto m = static_cast<libxsmm_blasint>(c.rows());
+  const auto n = static_cast<libxsmm_blasint>(c.cols());
+  const auto k = static_cast<libxsmm_blasint>(transpose_a ? a.rows() : a.cols());
+  const libxsmm_blasint lda = n;
+  const libxsmm_blasint ldb = transpose_a ? m : k;
+  const libxsmm_blasint ldc = n;
+  const float alpha = 1.0f;
+  const float beta = accumulate ? 1.0f : 0.0f;
+  const int flags = transpose_a ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
+  // libxsmm keeps the kernels it generated in a registry; a dispatch of a known shape is a lookup.
+  const libxsmm_smmfunction kernel =
+      libxsmm_smmdispatch(n, m, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, nullptr);
+  if (kernel == nullptr) return false;
+  kernel(b.data(), a.data(), c.data());
+  return true;
+}
+#endif
+
+}  // namespace
+
+bool HaveLibxsmm() {
+#ifdef SHOAL_WITH_LIBXSMM
+  return true;
+#else
+  return false;
+#endif
+}
+
+GemmKernel ChooseGemmKernel(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transpose_b) {
+  if (!HaveLibxsmm() || transpose_b || n < 2 || m < 1 || k < 1) return GemmKernel::kEigen;
+  if (m > kMaxLibxsmmDim || n > kMaxLibxsmmDim || k > kMaxLibxsmmDim) return GemmKernel::kEigen;
+  (void)transpose_a;  // both ways are libxsmm kernels
+  return GemmKernel::kLibxsmm;
+}
+
+void GemmWith(GemmKernel kernel, ConstMatrixMap a, bool transpose_a, ConstMatrixMap b,
+              bool transpose_b, MatrixMap c, bool accumulate) {
+  const int64_t m = transpose_a ? a.cols() : a.rows();
+  const int64_t k = transpose_a ? a.rows() : a.cols();
+  const int64_t kb = transpose_b ? b.cols() : b.rows();
+  const int64_t n = transpose_b ? b.rows() : b.cols();
+  CHECK(k == kb && c.rows() == m && c.cols() == n)
+      << "Gemm: [" << m << "," << k << "] x [" << kb << "," << n << "] into [" << c.rows() << ","
+      << c.cols() << "]";
+  if (m == 0 || n == 0) return;
+#ifdef SHOAL_WITH_LIBXSMM
+  if (kernel == GemmKernel::kLibxsmm &&
+      ChooseGemmKernel(m, n, k, transpose_a, transpose_b) == GemmKernel::kLibxsmm &&
+      LibxsmmGemm(a, transpose_a, b, c, accumulate)) {
+    return;
+  }
+#else
+  (void)kernel;
+#endif
+  EigenGemm(a, transpose_a, b, transpose_b, c, accumulate);
+}
+
+void Gemm(ConstMatrixMap a, bool transpose_a, ConstMatrixMap b, bool transpose_b, MatrixMap c,
+          bool accumulate) {
+  const int64_t m = transpose_a ? a.cols() : a.rows();
+  const int64_t k = transpose_a ? a.rows() : a.cols();
+  const int64_t n = transpose_b ? b.rows() : b.cols();
+  GemmWith(ChooseGemmKernel(m, n, k, transpose_a, transpose_b), a, transpose_a, b, transpose_b, c,
+           accumulate);
+}
+
+}  // namespace shoal::nn

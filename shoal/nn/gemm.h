@@ -1,0 +1,45 @@
+// The dense layers' matrix products: c = op(a) * op(b), or c += op(a) * op(b), on row-major
+// float matrices.
+//
+// Where shoal was built with libxsmm (scripts/install-deps.sh installs it), the products it was
+// measured faster on use its JIT kernels: 1.1-2.7x Eigen on the forward products and weight
+// gradients of the models' layers (docs/benchmarks.md, "Small GEMMs on the models' shapes").
+// Everything else runs on Eigen, as before:
+// - op(b) transposed (the input gradient dX += dY w^T): libxsmm 1.17 has no kernel for it, and
+//   with an explicit transpose it was no faster;
+// - a product with one output column (a logit layer's matrix-vector product), where libxsmm was
+//   4-11x slower;
+// - any dimension above kMaxLibxsmmDim, where it was not measured.
+// The results of the two differ in rounding only (the order of the sums).
+#pragma once
+
+#include <cstdint>
+
+#include "shoal/tensor/tensor.h"
+
+namespace shoal::nn {
+
+// The largest m, n or k a product may have for libxsmm to run it.
+inline constexpr int64_t kMaxLibxsmmDim = 2048;
+
+enum class GemmKernel {
+  kEigen,
+  kLibxsmm,
+};
+
+// The kernel Gemm uses for these dimensions and flags: c is [m, n], op(a) [m, k], op(b) [k, n].
+GemmKernel ChooseGemmKernel(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transpose_b);
+
+// Whether this build has libxsmm.
+bool HaveLibxsmm();
+
+// c = op(a) * op(b), or c += op(a) * op(b) when `accumulate`, with the kernel ChooseGemmKernel
+// picks. CHECK-fails on mismatched dimensions (a bug of the caller).
+void Gemm(ConstMatrixMap a, bool transpose_a, ConstMatrixMap b, bool transpose_b, MatrixMap c,
+          bool accumulate);
+// The same with a kernel of the caller's choice (tests, benchmarks). kLibxsmm runs Eigen where
+// ChooseGemmKernel would not pick libxsmm.
+void GemmWith(GemmKernel kernel, ConstMatrixMap a, bool transpose_a, ConstMatrixMap b,
+              bool transpose_b, MatrixMap c, bool accumulate);
+
+}  // namespace shoal::nn
