@@ -84,7 +84,7 @@ nn::Var DeepLogits(ModelContext& ctx, const FeatureKinds& kinds, const ModelConf
     nn::Var kernel =
         ctx.Variable(layer + "/kernel", Shape{width, out}, GlorotUniformInit(), "deep");
     nn::Var bias = ctx.Variable(layer + "/bias", Shape{out}, Zeros(), "deep");
-    x = nn::Activate(nn::BiasAdd(nn::MatMul(x, kernel), bias), activation);
+    x = nn::FusedDense(x, kernel, bias, activation);
     ctx.Histogram(layer + "/activation", x);
     if (config.dropout > 0) x = nn::Dropout(x, config.dropout, ctx.rng(), ctx.training());
     if (config.batch_norm) x = BatchNormLayer(ctx, x, out, layer);
@@ -93,7 +93,7 @@ nn::Var DeepLogits(ModelContext& ctx, const FeatureKinds& kinds, const ModelConf
   nn::Var kernel =
       ctx.Variable(scope + "/logits/kernel", Shape{width, units}, GlorotUniformInit(), "deep");
   nn::Var bias = ctx.Variable(scope + "/logits/bias", Shape{units}, Zeros(), "deep");
-  nn::Var logits = nn::BiasAdd(nn::MatMul(x, kernel), bias);
+  nn::Var logits = nn::FusedDense(x, kernel, bias, nn::Activation::kNone);
   ctx.Histogram(scope + "/logits", logits);
   return logits;
 }

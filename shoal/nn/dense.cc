@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "shoal/base/logging.h"
+#include "shoal/nn/gemm.h"
 #include "shoal/nn/ops.h"
 #include "shoal/tensor/random.h"
 
@@ -24,6 +25,73 @@ Var Activate(const Var& x, Activation activation) {
   return x;
 }
 
+Var FusedDense(const Var& x, const Var& kernel, const Var& bias, Activation activation) {
+  CHECK(x->value.rank() == 2 && kernel->value.rank() == 2 &&
+        x->value.dim(1) == kernel->value.dim(0))
+      << "FusedDense: input " << ShapeToString(x->value.shape()) << " and kernel "
+      << ShapeToString(kernel->value.shape());
+  const int64_t batch = x->value.dim(0);
+  const int64_t out = kernel->value.dim(1);
+  CHECK(bias->value.shape() == Shape{out} || bias->value.shape() == (Shape{1, out}))
+      << "FusedDense: bias " << ShapeToString(bias->value.shape()) << " for kernel "
+      << ShapeToString(kernel->value.shape());
+  Tensor y = Tensor::Uninitialized(Shape{batch, out});
+  Gemm(std::as_const(x->value).matrix(), false, std::as_const(kernel->value).matrix(), false,
+       y.matrix(), /*accumulate=*/false);
+  y.matrix().rowwise() += std::as_const(bias->value).AsMatrix(1).row(0);
+  switch (activation) {
+    case Activation::kNone:
+      break;
+    case Activation::kRelu:
+      y.array() = y.array().max(0.0f);
+      break;
+    case Activation::kSigmoid:
+      // exp(-z) may overflow to inf for very negative z, which correctly yields 0.
+      y.array() = 1.0f / (1.0f + (-y.array()).exp());
+      break;
+    case Activation::kTanh:
+      y.array() = y.array().tanh();
+      break;
+  }
+  return MakeOpNode("FusedDense", std::move(y), {x, kernel, bias}, [activation](Node& self) {
+    Node& x = *self.inputs[0];
+    Node& kernel = *self.inputs[1];
+    Node& bias = *self.inputs[2];
+    // dz, the gradient before the activation, from the output y.
+    Tensor dz_buffer;
+    const Tensor* dz = &self.grad;
+    if (activation != Activation::kNone) {
+      dz_buffer = Tensor::Uninitialized(self.grad.shape());
+      const auto y = std::as_const(self.value).array();
+      const auto dy = std::as_const(self.grad).array();
+      switch (activation) {
+        case Activation::kRelu:
+          dz_buffer.array() = (y > 0.0f).select(dy, 0.0f);
+          break;
+        case Activation::kSigmoid:
+          dz_buffer.array() = dy * y * (1.0f - y);
+          break;
+        case Activation::kTanh:
+          dz_buffer.array() = dy * (1.0f - y.square());
+          break;
+        case Activation::kNone:
+          break;
+      }
+      dz = &dz_buffer;
+    }
+    const ConstMatrixMap dZ = dz->matrix();
+    if (bias.requires_grad) GradBuffer(bias).AsMatrix(1).row(0) += dZ.colwise().sum();
+    if (x.requires_grad) {
+      Gemm(dZ, false, std::as_const(kernel.value).matrix(), true, GradBuffer(x).matrix(),
+           /*accumulate=*/true);
+    }
+    if (kernel.requires_grad) {
+      Gemm(std::as_const(x.value).matrix(), true, dZ, false, GradBuffer(kernel).matrix(),
+           /*accumulate=*/true);
+    }
+  });
+}
+
 uint64_t StableNameHash(absl::string_view name) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : name) {
@@ -42,9 +110,7 @@ Dense::Dense(int64_t in, int64_t out, Activation activation, uint64_t seed, std:
   bias_ = Leaf(Tensor(Shape{out}), /*requires_grad=*/true);
 }
 
-Var Dense::Forward(const Var& x) const {
-  return Activate(BiasAdd(MatMul(x, kernel_), bias_), activation_);
-}
+Var Dense::Forward(const Var& x) const { return FusedDense(x, kernel_, bias_, activation_); }
 
 std::vector<NamedParameter> Dense::Parameters() const {
   return {{absl::StrCat(name_, "/kernel"), kernel_}, {absl::StrCat(name_, "/bias"), bias_}};

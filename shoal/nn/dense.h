@@ -1,4 +1,5 @@
-// Fully connected layers: Dense (y = act(x W + b)) and Mlp (a stack of Dense, last one linear).
+// Fully connected layers: FusedDense (the op y = act(x W + b)), Dense (a layer owning W and b)
+// and Mlp (a stack of Dense, last one linear).
 //
 // Kernels are Glorot-uniform from (seed, a stable hash of the parameter name), so a model built
 // with the same seed and names starts from the same values on every machine; biases start at 0.
@@ -20,6 +21,12 @@ enum class Activation { kNone, kRelu, kSigmoid, kTanh };
 
 // Applies `activation` to x (kNone returns x).
 Var Activate(const Var& x, Activation activation);
+
+// activation(x * kernel + bias) as one op, for x [B, in], kernel [in, out] and bias [out] (or
+// [1, out]): the same values as Activate(BiasAdd(MatMul(x, kernel), bias), activation) with one
+// output tensor instead of three, the bias and the activation applied in place, and one backward
+// step that takes the activation's derivative from the output. CHECK-fails on mismatched shapes.
+Var FusedDense(const Var& x, const Var& kernel, const Var& bias, Activation activation);
 
 // FNV-1a of `name`: a hash that is stable across builds and machines, used as an init key.
 uint64_t StableNameHash(absl::string_view name);

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -66,6 +67,45 @@ TEST(DenseTest, GradientsForEveryActivation) {
     Var x = RandomInput({5, 3}, 6);
     ExpectGradientsOk([&] { return RandomProjection(dense.Forward(x)); }, Vars(dense, {x}));
   }
+}
+
+// The fused op computes what its three ops compute, forward and backward, at a size where the
+// products run on libxsmm when the build has it.
+TEST(FusedDenseTest, SameValuesAndGradientsAsMatMulBiasAddActivate) {
+  for (Activation a :
+       {Activation::kNone, Activation::kRelu, Activation::kSigmoid, Activation::kTanh}) {
+    for (const bool row_bias : {false, true}) {
+      SCOPED_TRACE(static_cast<int>(a));
+      const Shape bias_shape = row_bias ? Shape{1, 24} : Shape{24};
+      Var x1 = RandomInput({33, 40}, 21), w1 = RandomInput({40, 24}, 22),
+          b1 = RandomInput(bias_shape, 23);
+      Var x2 = Leaf(x1->value, true), w2 = Leaf(w1->value, true), b2 = Leaf(b1->value, true);
+      const Tensor projection = RandomInput({33, 24}, 24)->value;
+      Var fused = FusedDense(x1, w1, b1, a);
+      Var unfused = Activate(BiasAdd(MatMul(x2, w2), b2), a);
+      ASSERT_EQ(fused->value.shape(), unfused->value.shape());
+      for (int64_t i = 0; i < fused->value.size(); ++i) {
+        ASSERT_NEAR(fused->value[i], unfused->value[i], 1e-5f) << i;
+      }
+      Backward(ReduceSum(Mul(fused, Leaf(projection))));
+      Backward(ReduceSum(Mul(unfused, Leaf(projection))));
+      for (const auto& [got, want] : {std::pair{x1, x2}, std::pair{w1, w2}, std::pair{b1, b2}}) {
+        ASSERT_EQ(got->grad.shape(), want->grad.shape());
+        for (int64_t i = 0; i < got->grad.size(); ++i) {
+          ASSERT_NEAR(got->grad[i], want->grad[i], 1e-4f) << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(FusedDenseDeathTest, MismatchedShapesAreABug) {
+  EXPECT_DEATH(FusedDense(RandomInput({2, 3}, 1), RandomInput({4, 5}, 2), RandomInput({5}, 3),
+                          Activation::kRelu),
+               "FusedDense: input");
+  EXPECT_DEATH(FusedDense(RandomInput({2, 3}, 1), RandomInput({3, 5}, 2), RandomInput({4}, 3),
+                          Activation::kRelu),
+               "FusedDense: bias");
 }
 
 TEST(MlpTest, ShapesNamesAndGradients) {

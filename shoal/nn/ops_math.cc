@@ -29,7 +29,7 @@ Var MatMul(const Var& a, const Var& b, bool transpose_a, bool transpose_b) {
   CHECK_EQ(k, kb) << "MatMul: inner dimensions of " << ShapeToString(a->value.shape())
                   << (transpose_a ? "^T" : "") << " and " << ShapeToString(b->value.shape())
                   << (transpose_b ? "^T" : "");
-  Tensor out(Shape{m, n});
+  Tensor out = Tensor::Uninitialized(Shape{m, n});  // Gemm overwrites it
   Gemm(std::as_const(a->value).matrix(), transpose_a, std::as_const(b->value).matrix(), transpose_b,
        out.matrix(), /*accumulate=*/false);
   return MakeOpNode("MatMul", std::move(out), {a, b}, [transpose_a, transpose_b](Node& self) {

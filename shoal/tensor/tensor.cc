@@ -45,6 +45,13 @@ Tensor Tensor::FromVector(Shape shape, const std::vector<float>& values) {
   return t;
 }
 
+Tensor Tensor::Uninitialized(Shape shape) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.data_.resize(static_cast<size_t>(NumElements(t.shape_)));  // default-initialized: no fill
+  return t;
+}
+
 int64_t Tensor::dim(int i) const {
   if (i < 0) i += rank();
   CHECK(i >= 0 && i < rank()) << "dim " << i << " of shape " << ShapeToString(shape_);

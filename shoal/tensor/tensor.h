@@ -14,6 +14,8 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "Eigen/Core"
@@ -36,6 +38,28 @@ using ConstMatrixMap =
 using ArrayMap = Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>;
 using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf, Eigen::Aligned64>;
 
+// Eigen's aligned allocator, except that growing a vector leaves the new floats uninitialized
+// (Tensor::Uninitialized); a value given explicitly (assign, resize with a value) is written.
+template <typename T>
+class DefaultInitAllocator : public Eigen::aligned_allocator<T> {
+ public:
+  template <typename U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <typename U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>& /*other*/) noexcept {}  // NOLINT: rebinding
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 class Tensor {
  public:
   Tensor() = default;            // an empty rank-1 tensor of size 0
@@ -44,6 +68,9 @@ class Tensor {
   // CHECKs that values.size() == NumElements(shape).
   Tensor(Shape shape, std::initializer_list<float> values);
   static Tensor FromVector(Shape shape, const std::vector<float>& values);
+  // A tensor whose values are left as the allocator found them: for an op's output that it
+  // overwrites whole, which saves the zero-filling pass of Tensor(Shape).
+  static Tensor Uninitialized(Shape shape);
   static Tensor Scalar(float value) { return Tensor(Shape{}, value); }
 
   const Shape& shape() const { return shape_; }
@@ -84,7 +111,7 @@ class Tensor {
 
  private:
   Shape shape_{0};
-  std::vector<float, Eigen::aligned_allocator<float>> data_;
+  std::vector<float, DefaultInitAllocator<float>> data_;
 };
 
 // Rows [begin, end) of `t` (rank >= 1; a row is everything below the first dimension), copied:

@@ -1,6 +1,7 @@
 #include "shoal/tensor/tensor.h"
 
 #include <cmath>
+#include <cstdint>
 
 #include "gtest/gtest.h"
 #include "shoal/tensor/random.h"
@@ -39,6 +40,25 @@ TEST(TensorTest, MatrixMultiplyThroughEigen) {
   c.matrix().noalias() = a.matrix() * b.matrix();
   EXPECT_EQ(c.at(0, 0), 19.0f);
   EXPECT_EQ(c.at(1, 1), 50.0f);
+}
+
+TEST(TensorTest, UninitializedHasTheShapeAndZeroFilledTensorsStayZero) {
+  Tensor u = Tensor::Uninitialized(Shape{3, 70});
+  EXPECT_EQ(u.shape(), (Shape{3, 70}));
+  EXPECT_EQ(u.size(), 210);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(u.data()) % 16, 0u);
+  u.Fill(7.0f);
+  u = Tensor();
+  // Memory that held non-zero values comes back zero-filled through Tensor(Shape), and filled
+  // through Tensor(Shape, value), whatever the allocator reuses.
+  for (int i = 0; i < 4; ++i) {
+    Tensor z(Shape{3, 70});
+    EXPECT_EQ(z.array().abs().sum(), 0.0f);
+    z.Fill(5.0f);
+    Tensor f(Shape{3, 70}, 2.0f);
+    EXPECT_EQ(f.array().sum(), 420.0f);
+  }
+  EXPECT_EQ(Tensor::Uninitialized(Shape{0}).size(), 0);
 }
 
 TEST(TensorDeathTest, BadReshapeIsABug) {
