@@ -124,6 +124,52 @@ TEST(GraphModelTest, TracedDnnEqualsThePremadeDnn) {
   EXPECT_NEAR(metrics[1]["loss"], metrics[0]["loss"], 1e-4);
 }
 
+// ParseGraph finds the dense layers RunGraph fuses: matmul -> add of a bias -> activation, each
+// used only by the next; a product used elsewhere too stays a node of its own.
+TEST(GraphModelTest, DenseLayersAreFoundWhereEachNodeFeedsOnlyTheNext) {
+  ASSERT_OK_AND_ASSIGN(graph, ParseGraph(DnnGraph()));
+  for (const GraphMode& mode : graph->modes) {
+    ASSERT_EQ(mode.dense_layers.size(), 3u);
+    for (int i = 0; i < 3; ++i) {
+      const GraphDenseLayer& d = mode.dense_layers[static_cast<size_t>(i)];
+      EXPECT_EQ(mode.nodes[static_cast<size_t>(d.matmul)].op, "matmul");
+      EXPECT_EQ(mode.nodes[static_cast<size_t>(d.add)].fn, "add");
+      EXPECT_EQ(mode.nodes[static_cast<size_t>(d.bias)].op, "variable");
+      // The hidden layers end in their relu. The logits feed the sigmoid and, in training and
+      // evaluation, the loss: there their layer ends at the add, in prediction at the sigmoid.
+      if (i < 2) {
+        ASSERT_GE(d.activation, 0);
+        EXPECT_EQ(mode.nodes[static_cast<size_t>(d.activation)].op, "relu");
+      } else if (mode.loss >= 0) {
+        EXPECT_EQ(d.activation, -1);
+      } else {
+        ASSERT_GE(d.activation, 0);
+        EXPECT_EQ(mode.nodes[static_cast<size_t>(d.activation)].op, "sigmoid");
+      }
+      EXPECT_EQ(mode.dense_layer_of[static_cast<size_t>(d.matmul)], i);
+      EXPECT_EQ(mode.dense_layer_of[static_cast<size_t>(d.add)], i);
+    }
+  }
+
+  // The product is also a prediction: no layer.
+  ModeBuilder b;
+  const int x = b.Op("feature", {}, {{"name", "x"}, {"shape", {-1, 2}}});
+  const int k = b.Op("variable", {}, {{"name", "k"}});
+  const int bias = b.Op("variable", {}, {{"name", "b"}});
+  const int product = b.Op("matmul", {x, k});
+  const int sum = b.Op("binary", {product, bias}, {{"fn", "add"}});
+  const int y = b.Op("relu", {sum});
+  Json mode = {{"nodes", b.nodes()},
+               {"predictions", Json::array({Json::array({"y", y}), Json::array({"p", product})})}};
+  Json variables =
+      Json::array({Variable("k", {2, 3}, "glorot_uniform"), Variable("b", {3}, "zeros")});
+  const std::string text =
+      Json{{"version", 1}, {"variables", variables}, {"modes", {{"infer", mode}}}}.dump();
+  ASSERT_OK_AND_ASSIGN(shared, ParseGraph(text));
+  EXPECT_TRUE(shared->modes[2].dense_layers.empty());
+  EXPECT_EQ(shared->modes[2].dense_layer_of[static_cast<size_t>(sum)], -1);
+}
+
 TEST(GraphModelTest, LinearRegressionWithScalarVariablesFitsTheLine) {
   // The users' first Estimator: w * x + b, Adam, mean squared error, on y = 0.8 x + 1.
   Json variables = Json::array({{{"name", "w"},
@@ -246,6 +292,54 @@ TEST(GraphModelTest, DataTheOpsCannotTakeIsAnErrorNamingTheLine) {
   EXPECT_THAT(s.message(),
               HasSubstr("graph node 2 (gather at model.py:9 "
                         "(tf.nn.embedding_lookup)): id 7 (element 1) is not in [0, 4)"));
+}
+
+// A dense layer's nodes whose values do not fit one op run node by node: a [1, N] bias adds by
+// broadcast, and a kernel of the wrong height is the matmul node's error, naming its line.
+TEST(GraphModelTest, ADenseLayerWhoseShapesDoNotFitRunsNodeByNode) {
+  for (const bool wrong_kernel : {false, true}) {
+    SCOPED_TRACE(wrong_kernel ? "kernel [3, 3]" : "bias [1, 3]");
+    Json variables = Json::array({Variable("k", {wrong_kernel ? 3 : 2, 3}, "glorot_uniform"),
+                                  Variable("b", {1, 3}, "zeros")});
+    ModeBuilder b;
+    const int x = b.Op("feature", {}, {{"name", "x"}, {"shape", {-1, 2}}});
+    const int k = b.Op("variable", {}, {{"name", "k"}});
+    const int bias = b.Op("variable", {}, {{"name", "b"}});
+    const int product = b.Op("matmul", {x, k}, {{"where", "model.py:4 (tf.matmul)"}});
+    const int y = b.Op("relu", {b.Op("binary", {product, bias}, {{"fn", "add"}})});
+    const int loss = b.Op("reduce", {y}, {{"fn", "mean"}});
+    FileSystems& fs = DefaultFileSystems();
+    EstimatorConfig config;
+    config.model_fn = GraphModel;
+    config.params.type = "graph";
+    config.params.graph = Json{{"version", 1},
+                               {"variables", variables},
+                               {"modes", {{"train", {{"nodes", b.nodes()}, {"loss", loss}}}}}}
+                              .dump();
+    config.layout.dense_names = {"x"};
+    config.layout.dense_widths = {2};
+    config.run.model_dir = test::FreshTestDir(fs, "graph_model_test_");
+    config.run.save_checkpoints_steps = 0;
+    FeatureBatch batch;
+    batch.batch_size = 2;
+    batch.dense = Tensor(Shape{2, 2}, {1.0f, 2.0f, -1.0f, 0.5f});
+    batch.labels = Tensor(Shape{2, 1});
+    batch.dense_names = {"x"};
+    batch.dense_widths = {2};
+    InputFn input = [batch]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
+      return std::make_unique<test::VectorSource>(std::vector<FeatureBatch>{batch}, 3);
+    };
+    ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(fs, config));
+    absl::StatusOr<TrainResult> trained = estimator->Train(input, {});
+    if (wrong_kernel) {
+      EXPECT_EQ(trained.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(trained.status().message(),
+                  HasSubstr("graph node 3 (matmul at model.py:4 (tf.matmul)): inner dimensions"));
+    } else {
+      ASSERT_TRUE(trained.ok()) << trained.status();
+      EXPECT_EQ(trained->global_step, 3);
+    }
+  }
 }
 
 TEST(GraphModelTest, NumbersAndSizesOutOfRangeAreErrorsNotUndefinedBehaviour) {

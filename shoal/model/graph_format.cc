@@ -281,6 +281,62 @@ absl::Status ParseNode(const Json& j, int index, GraphNode* node) {
   return absl::OkStatus();
 }
 
+// The dense layers of a mode (GraphDenseLayer): counts each needed node's uses by the other needed
+// nodes and the outputs, then matches matmul -> add -> activation chains of single uses.
+void FindDenseLayers(GraphMode* mode) {
+  const int count = static_cast<int>(mode->nodes.size());
+  std::vector<int> uses(static_cast<size_t>(count), 0);
+  std::vector<int> user(static_cast<size_t>(count), -1);  // the last needed node using it
+  for (int i = 0; i < count; ++i) {
+    if (!mode->needed[i]) continue;
+    for (int in : mode->nodes[i].inputs) {
+      ++uses[in];
+      user[in] = i;
+    }
+  }
+  auto output = [&](int id) {
+    if (id >= 0) ++uses[id];
+  };
+  output(mode->loss);
+  for (const auto& [name, id] : mode->predictions) output(id);
+  for (const GraphMetric& m : mode->metrics) {
+    output(m.predictions);
+    output(m.labels);
+    output(m.weights);
+  }
+  mode->dense_layers.clear();
+  mode->dense_layer_of.assign(static_cast<size_t>(count), -1);
+  for (int a = 0; a < count; ++a) {
+    const GraphNode& add = mode->nodes[a];
+    if (!mode->needed[a] || add.op != "binary" || add.fn != "add" || add.inputs.size() != 2) {
+      continue;
+    }
+    for (int k = 0; k < 2; ++k) {
+      const int m = add.inputs[k];
+      const int bias = add.inputs[1 - k];
+      const GraphNode& matmul = mode->nodes[m];
+      if (m == bias || matmul.op != "matmul" || matmul.transpose_a || matmul.transpose_b ||
+          matmul.inputs.size() != 2 || uses[m] != 1 || mode->dense_layer_of[m] >= 0) {
+        continue;
+      }
+      GraphDenseLayer layer{m, a, -1, bias};
+      if (uses[a] == 1 && user[a] >= 0) {
+        const GraphNode& next = mode->nodes[user[a]];
+        if ((next.op == "relu" || next.op == "sigmoid" || next.op == "tanh") &&
+            next.inputs.size() == 1) {
+          layer.activation = user[a];
+        }
+      }
+      const int index = static_cast<int>(mode->dense_layers.size());
+      mode->dense_layers.push_back(layer);
+      for (int node : {layer.matmul, layer.add, layer.activation}) {
+        if (node >= 0) mode->dense_layer_of[node] = index;
+      }
+      break;
+    }
+  }
+}
+
 absl::Status ParseMode(const Json& j, const std::string& mode_name, const Graph& graph,
                        GraphMode* mode) {
   mode->present = true;
@@ -343,6 +399,7 @@ absl::Status ParseMode(const Json& j, const std::string& mode_name, const Graph&
     if (!mode->needed[i]) continue;
     for (int in : mode->nodes[i].inputs) mode->needed[in] = true;
   }
+  FindDenseLayers(mode);
   // A variable node the outputs need must be a declared variable (one only looked up as a
   // table's rows -- embedding_lookup by an id feature -- is not, and is not needed).
   for (int i = 0; i < count; ++i) {

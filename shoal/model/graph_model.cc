@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "shoal/base/status.h"
 #include "shoal/nn/batch_norm.h"
+#include "shoal/nn/dense.h"
 #include "shoal/nn/metrics.h"
 #include "shoal/nn/ops.h"
 
@@ -357,6 +358,30 @@ std::function<std::unique_ptr<nn::Metric>()> MetricMaker(const GraphMetric& m) {
   return [name] { return std::make_unique<nn::MeanMetric>(name); };
 }
 
+// A dense layer of the graph as one nn::FusedDense, or null when its values' shapes do not fit
+// (x and W of rank 2 with matching inner dimensions, a bias of rank 1 and W's width).
+nn::Var FusedDenseLayer(const GraphMode& g, const GraphDenseLayer& d,
+                        const std::vector<nn::Var>& values) {
+  const GraphNode& matmul = g.nodes[static_cast<size_t>(d.matmul)];
+  const nn::Var& x = values[static_cast<size_t>(matmul.inputs[0])];
+  const nn::Var& w = values[static_cast<size_t>(matmul.inputs[1])];
+  const nn::Var& b = values[static_cast<size_t>(d.bias)];
+  if (x == nullptr || w == nullptr || b == nullptr) return nullptr;
+  if (x->value.rank() != 2 || w->value.rank() != 2 || b->value.rank() != 1 ||
+      x->value.dim(1) != w->value.dim(0) || b->value.dim(0) != w->value.dim(1) ||
+      !CheckResultSize(x->value.dim(0), w->value.dim(1)).ok()) {
+    return nullptr;
+  }
+  nn::Activation activation = nn::Activation::kNone;
+  if (d.activation >= 0) {
+    const std::string& op = g.nodes[static_cast<size_t>(d.activation)].op;
+    activation = op == "relu"      ? nn::Activation::kRelu
+                 : op == "sigmoid" ? nn::Activation::kSigmoid
+                                   : nn::Activation::kTanh;
+  }
+  return nn::FusedDense(x, w, b, activation);
+}
+
 }  // namespace
 
 absl::StatusOr<EstimatorSpec> RunGraph(const Graph& graph, ModelContext& ctx, const Tensor& labels,
@@ -385,8 +410,26 @@ absl::StatusOr<EstimatorSpec> RunGraph(const Graph& graph, ModelContext& ctx, co
   std::vector<nn::Var> values(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!g.needed[i]) continue;
-    ASSIGN_OR_RETURN(values[i],
-                     Evaluate(graph, g.nodes[i], static_cast<int>(i), values, ctx, labels, mode));
+    const int layer = g.dense_layer_of.empty() ? -1 : g.dense_layer_of[i];
+    if (layer < 0) {
+      ASSIGN_OR_RETURN(values[i],
+                       Evaluate(graph, g.nodes[i], static_cast<int>(i), values, ctx, labels, mode));
+      continue;
+    }
+    const GraphDenseLayer& d = g.dense_layers[static_cast<size_t>(layer)];
+    const int last = d.activation >= 0 ? d.activation : d.add;
+    if (static_cast<int>(i) != last) continue;  // the layer is computed at its last node
+    if (nn::Var fused = FusedDenseLayer(g, d, values); fused != nullptr) {
+      values[i] = std::move(fused);
+      continue;
+    }
+    // Shapes that do not fit one op: node by node, each with its own checks and errors.
+    for (const int member : {d.matmul, d.add, d.activation}) {
+      if (member < 0) continue;
+      ASSIGN_OR_RETURN(
+          values[static_cast<size_t>(member)],
+          Evaluate(graph, g.nodes[static_cast<size_t>(member)], member, values, ctx, labels, mode));
+    }
   }
   EstimatorSpec spec;
   spec.mode = mode;

@@ -68,6 +68,18 @@ struct GraphMetric {
   int weights = -1;  // -1 = every example weighs 1
 };
 
+// A dense layer of a graph, activation(x @ W + b), found by ParseGraph: a matmul node without
+// transposes, the add of a bias to it, and an activation node (relu, sigmoid or tanh; -1 when the
+// add is the layer's output), each used only by the next. RunGraph computes the layer at its last
+// node as one op (nn::FusedDense) when the values' shapes fit (x and W of rank 2, b of rank 1 and
+// W's width), and node by node otherwise.
+struct GraphDenseLayer {
+  int matmul = -1;
+  int add = -1;
+  int activation = -1;
+  int bias = -1;  // the add's other input
+};
+
 // What one mode (train, eval, infer) computes.
 struct GraphMode {
   bool present = false;
@@ -76,6 +88,8 @@ struct GraphMode {
   std::vector<std::pair<std::string, int>> predictions;
   std::vector<GraphMetric> metrics;
   std::vector<bool> needed;  // per node: an output depends on it (computed by ParseGraph)
+  std::vector<GraphDenseLayer> dense_layers;  // found by ParseGraph
+  std::vector<int> dense_layer_of;            // per node: its index in dense_layers, or -1
 };
 
 struct GraphVariable {
