@@ -7,11 +7,12 @@
 namespace shoal {
 
 Batcher::Batcher(const Schema& schema, int64_t batch_size, int64_t shuffle_buffer, uint64_t seed,
-                 EmitFn emit)
+                 EmitFn emit, RecycleFn recycle)
     : schema_(schema),
       batch_size_(batch_size),
       shuffle_buffer_(shuffle_buffer),
       emit_(std::move(emit)),
+      recycle_(std::move(recycle)),
       rng_(Mix64(seed ^ 0x5ba7c4e5ULL)),
       current_(schema) {
   CHECK_GE(batch_size, 1);
@@ -25,6 +26,9 @@ bool Batcher::AppendToBatch(const RawBatch& chunk, int64_t begin, int64_t end) {
     if (current_.num_rows() == batch_size_) {
       RawBatch full = std::move(current_);
       current_ = RawBatch(schema_);
+      // The next batch will be about as big: room for it now, instead of growing it by doubling
+      // one record at a time (each doubling copies the values so far).
+      current_.ReserveLike(full);
       if (!emit_(std::move(full))) return false;
     }
   }
@@ -34,7 +38,11 @@ bool Batcher::AppendToBatch(const RawBatch& chunk, int64_t begin, int64_t end) {
 bool Batcher::Add(std::unique_ptr<RawBatch> chunk) {
   const int64_t rows = chunk->num_rows();
   if (rows == 0) return true;
-  if (shuffle_buffer_ <= 1) return AppendToBatch(*chunk, 0, rows);
+  if (shuffle_buffer_ <= 1) {
+    const bool ok = AppendToBatch(*chunk, 0, rows);
+    if (recycle_) recycle_(std::move(chunk));
+    return ok;
+  }
   uint32_t index;
   if (!free_chunks_.empty()) {
     index = free_chunks_.back();
@@ -66,7 +74,11 @@ bool Batcher::EmitRandomRecord() {
 }
 
 void Batcher::Release(uint32_t chunk_index) {
-  chunks_[chunk_index].reset();
+  if (recycle_) {
+    recycle_(std::move(chunks_[chunk_index]));
+  } else {
+    chunks_[chunk_index].reset();
+  }
   free_chunks_.push_back(chunk_index);
 }
 

@@ -25,9 +25,12 @@ class Batcher {
  public:
   // Receives each finished batch; returns false when the consumer is gone (stop early).
   using EmitFn = std::function<bool(RawBatch batch)>;
+  // Receives each chunk whose records have all left, for reuse (its memory is warm and sized);
+  // unset: chunks are freed.
+  using RecycleFn = std::function<void(std::unique_ptr<RawBatch> chunk)>;
 
   Batcher(const Schema& schema, int64_t batch_size, int64_t shuffle_buffer, uint64_t seed,
-          EmitFn emit);
+          EmitFn emit, RecycleFn recycle = nullptr);
 
   // Adds a chunk's records. Returns false if an emit returned false.
   bool Add(std::unique_ptr<RawBatch> chunk);
@@ -47,6 +50,7 @@ class Batcher {
   const int64_t batch_size_;
   const int64_t shuffle_buffer_;
   const EmitFn emit_;
+  const RecycleFn recycle_;
   Rng rng_;
   RawBatch current_;
   // Shuffle buffer: records are (chunk index, row) references into chunks_ kept alive until

@@ -102,6 +102,29 @@ class Pipeline::Impl {
     return nullptr;
   }
 
+  // A chunk to parse into: a recycled one (cleared, its columns' memory kept) or a new one.
+  std::unique_ptr<RawBatch> TakeSpareChunk() {
+    {
+      MutexLock lock(&mu_);
+      if (!spare_chunks_.empty()) {
+        std::unique_ptr<RawBatch> chunk = std::move(spare_chunks_.back());
+        spare_chunks_.pop_back();
+        return chunk;
+      }
+    }
+    return std::make_unique<RawBatch>(parser_->schema());
+  }
+
+  // The batcher is done with `chunk`: kept for the parse threads, up to a chunk per place a
+  // chunk can wait in (the slots' queues), beyond which it is freed.
+  void RecycleChunk(std::unique_ptr<RawBatch> chunk) {
+    chunk->Clear();
+    MutexLock lock(&mu_);
+    if (spare_chunks_.size() < slots_.size() * kMaxChunksPerSlot) {
+      spare_chunks_.push_back(std::move(chunk));
+    }
+  }
+
   void ParseLoop() {
     mu_.Lock();
     while (!cancelled_) {
@@ -114,7 +137,7 @@ class Pipeline::Impl {
       const DataTask task = *slot->task;
       mu_.Unlock();
       // Only this thread touches the slot's reader while `busy` is set.
-      auto chunk = std::make_unique<RawBatch>(parser_->schema());
+      std::unique_ptr<RawBatch> chunk = TakeSpareChunk();
       bool eof = false;
       const Clock::time_point start = Clock::now();
       absl::Status status = ParseChunk(task, *slot, chunk.get(), &eof);
@@ -224,8 +247,10 @@ class Pipeline::Impl {
   }
 
   void AssembleLoop() {
-    Batcher batcher(parser_->schema(), options_.batch_size, options_.shuffle_buffer, options_.seed,
-                    [this](RawBatch b) { return Emit(std::move(b)); });
+    Batcher batcher(
+        parser_->schema(), options_.batch_size, options_.shuffle_buffer, options_.seed,
+        [this](RawBatch b) { return Emit(std::move(b)); },
+        [this](std::unique_ptr<RawBatch> chunk) { RecycleChunk(std::move(chunk)); });
     while (!Cancelled()) {
       bool any_active = false;
       for (Slot& slot : slots_) {
@@ -278,6 +303,8 @@ class Pipeline::Impl {
   // the parse thread that set `busy`).
   std::vector<Slot> slots_;
   std::deque<RawBatch> ready_ ABSL_GUARDED_BY(mu_);
+  // Chunks the batcher is done with, for the parse threads to fill again (RecycleChunk).
+  std::vector<std::unique_ptr<RawBatch>> spare_chunks_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status final_status_ ABSL_GUARDED_BY(mu_);

@@ -75,6 +75,14 @@ void RawColumn::Clear() {
   string_ends_.clear();
 }
 
+void RawColumn::ReserveLike(const RawColumn& other) {
+  row_offsets_.reserve(other.row_offsets_.size());
+  floats_.reserve(other.floats_.size());
+  int64s_.reserve(other.int64s_.size());
+  string_data_.reserve(other.string_data_.size());
+  string_ends_.reserve(other.string_ends_.size());
+}
+
 void RawColumn::AppendRows(const RawColumn& other, int64_t begin, int64_t end) {
   CHECK(type_ == other.type_);
   CHECK(begin >= 0 && begin <= end && end <= other.num_rows());
@@ -124,6 +132,12 @@ void RawBatch::Clear() {
   for (RawColumn& c : columns_) c.Clear();
   num_rows_ = 0;
   origins_.clear();
+}
+
+void RawBatch::ReserveLike(const RawBatch& other) {
+  CHECK_EQ(columns_.size(), other.columns_.size());
+  for (size_t i = 0; i < columns_.size(); ++i) columns_[i].ReserveLike(other.columns_[i]);
+  origins_.reserve(other.origins_.size());
 }
 
 void RawBatch::AppendRows(const RawBatch& other, int64_t begin, int64_t end) {

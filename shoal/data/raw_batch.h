@@ -51,6 +51,9 @@ class RawColumn {
   // Drops rows from `num_rows` on (used to roll back a record that failed half-way).
   void TruncateRows(int64_t num_rows);
   void Clear();
+  // Reserves room for as many rows and values as `other` holds (same type), so that appending
+  // that much moves nothing.
+  void ReserveLike(const RawColumn& other);
   // Appends rows [begin, end) of `other` (same type) after this column's rows.
   void AppendRows(const RawColumn& other, int64_t begin, int64_t end);
   void Append(const RawColumn& other) { AppendRows(other, 0, other.num_rows()); }
@@ -109,6 +112,9 @@ class RawBatch {
     Rollback();
   }
   void Clear();
+  // Reserves room for as many records and values as `other` holds (same schema): a batch filled
+  // one record at a time then grows without moving its values.
+  void ReserveLike(const RawBatch& other);
   // Appends records [begin, end) of `other` (same schema).
   void AppendRows(const RawBatch& other, int64_t begin, int64_t end);
   void Append(const RawBatch& other) { AppendRows(other, 0, other.num_rows()); }

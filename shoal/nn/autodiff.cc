@@ -35,6 +35,12 @@ Tensor& GradBuffer(Node& node) {
   return node.grad;
 }
 
+Tensor& GradBufferToWrite(Node& node, bool* fresh) {
+  *fresh = !node.grad.SameShape(node.value);
+  if (*fresh) node.grad = Tensor::Uninitialized(node.value.shape());
+  return node.grad;
+}
+
 void AccumulateGrad(Node& node, Tensor delta) {
   CHECK(delta.SameShape(node.value))
       << "gradient of shape " << ShapeToString(delta.shape()) << " for " << node.op

@@ -58,6 +58,10 @@ Var MakeOpNode(const char* op, Tensor value, std::vector<Var> inputs,
 
 // The node's gradient buffer, allocated zero-filled with the value's shape on first use.
 Tensor& GradBuffer(Node& node);
+// The same for an op that writes a whole gradient: when the node has none yet, the buffer is
+// allocated without zero-filling and `*fresh` is true, so the op overwrites it instead of adding
+// into it; otherwise `*fresh` is false and the op adds.
+Tensor& GradBufferToWrite(Node& node, bool* fresh);
 
 // Adds `delta` (same shape as node.value) into node.grad; moves it in when the buffer is empty.
 void AccumulateGrad(Node& node, Tensor delta);

@@ -80,14 +80,22 @@ Var FusedDense(const Var& x, const Var& kernel, const Var& bias, Activation acti
       dz = &dz_buffer;
     }
     const ConstMatrixMap dZ = dz->matrix();
-    if (bias.requires_grad) GradBuffer(bias).AsMatrix(1).row(0) += dZ.colwise().sum();
+    bool fresh = false;
+    if (bias.requires_grad) {
+      MatrixMap db = GradBufferToWrite(bias, &fresh).AsMatrix(1);
+      if (fresh) {
+        db.row(0) = dZ.colwise().sum();
+      } else {
+        db.row(0) += dZ.colwise().sum();
+      }
+    }
     if (x.requires_grad) {
-      Gemm(dZ, false, std::as_const(kernel.value).matrix(), true, GradBuffer(x).matrix(),
-           /*accumulate=*/true);
+      Tensor& dx = GradBufferToWrite(x, &fresh);
+      Gemm(dZ, false, std::as_const(kernel.value).matrix(), true, dx.matrix(), !fresh);
     }
     if (kernel.requires_grad) {
-      Gemm(std::as_const(x.value).matrix(), true, dZ, false, GradBuffer(kernel).matrix(),
-           /*accumulate=*/true);
+      Tensor& dw = GradBufferToWrite(kernel, &fresh);
+      Gemm(std::as_const(x.value).matrix(), true, dZ, false, dw.matrix(), !fresh);
     }
   });
 }

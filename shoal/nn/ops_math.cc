@@ -38,20 +38,23 @@ Var MatMul(const Var& a, const Var& b, bool transpose_a, bool transpose_b) {
     const ConstMatrixMap dC = std::as_const(self.grad).matrix();
     const ConstMatrixMap A = std::as_const(a.value).matrix();
     const ConstMatrixMap B = std::as_const(b.value).matrix();
+    bool fresh = false;
     if (a.requires_grad) {
-      // dA += dC op(B)^T, laid out as a is.
+      // dA += dC op(B)^T, laid out as a is (written, not added, into a new buffer).
+      const MatrixMap dA = GradBufferToWrite(a, &fresh).matrix();
       if (!transpose_a) {
-        Gemm(dC, false, B, !transpose_b, GradBuffer(a).matrix(), /*accumulate=*/true);
+        Gemm(dC, false, B, !transpose_b, dA, !fresh);
       } else {
-        Gemm(B, transpose_b, dC, true, GradBuffer(a).matrix(), /*accumulate=*/true);
+        Gemm(B, transpose_b, dC, true, dA, !fresh);
       }
     }
     if (b.requires_grad) {
       // dB += op(A)^T dC, laid out as b is.
+      const MatrixMap dB = GradBufferToWrite(b, &fresh).matrix();
       if (!transpose_b) {
-        Gemm(A, !transpose_a, dC, false, GradBuffer(b).matrix(), /*accumulate=*/true);
+        Gemm(A, !transpose_a, dC, false, dB, !fresh);
       } else {
-        Gemm(dC, true, A, transpose_a, GradBuffer(b).matrix(), /*accumulate=*/true);
+        Gemm(dC, true, A, transpose_a, dB, !fresh);
       }
     }
   });
