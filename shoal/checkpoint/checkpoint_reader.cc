@@ -556,6 +556,9 @@ absl::Status CheckpointReader::ReadTable(absl::string_view name, HashEmbeddingTa
                      entry.slot_names.size(), " slots, the table dim ", table->dim(), " and ",
                      table->num_slots()));
   }
+  // The index sized at once for the rows (no rehash while importing).
+  RETURN_IF_ERROR_CTX(table->Reserve(table->num_rows() + entry.units), "restoring table \"", name,
+                      "\"");
   return ReadTableRows(name, [&](const EmbeddingRow& row) { return table->ImportRow(row); });
 }
 

@@ -295,6 +295,18 @@ absl::Status HashEmbeddingTable::ImportRow(const EmbeddingRow& row) {
       static_cast<uint32_t>(std::min<int64_t>(row.count, std::numeric_limits<uint32_t>::max())));
 }
 
+absl::Status HashEmbeddingTable::Reserve(int64_t rows) {
+  if (rows <= 0) return absl::OkStatus();
+  // Ids spread evenly over the shards by their hash; 10% and 64 rows more cover the spread.
+  const auto per_shard = static_cast<size_t>(rows / static_cast<int64_t>(shards_.size()));
+  const size_t want = per_shard + per_shard / 10 + 64;
+  for (const auto& ls : shards_) {
+    MutexLock lock(&ls->mu);
+    RETURN_IF_ERROR(ls->shard.Reserve(want));
+  }
+  return absl::OkStatus();
+}
+
 int64_t HashEmbeddingTable::num_rows() const {
   int64_t rows = 0;
   for (const auto& ls : shards_) {

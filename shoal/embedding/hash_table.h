@@ -123,6 +123,10 @@ class HashEmbeddingTable {
 
   // Inserts or overwrites one row, regardless of admission (checkpoint restore).
   absl::Status ImportRow(const EmbeddingRow& row);
+  // Sizes the index for `rows` rows in all, spread over the shards by the ids' hash, so that
+  // importing them rehashes nothing (a restore knows its row count). RESOURCE_EXHAUSTED when
+  // memory runs out (the rows are unchanged).
+  absl::Status Reserve(int64_t rows);
 
   int64_t dim() const { return layout_.dim; }
   int num_slots() const { return layout_.num_slots; }

@@ -308,6 +308,40 @@ TEST(HashEmbeddingTableTest, ExportImportRoundTripAcrossShardCounts) {
   EXPECT_EQ(b->num_rows(), 1000);
 }
 
+// A restore sizes the index for its rows first: importing them then maps rows only, and the
+// table holds what it would without the reservation.
+TEST(HashEmbeddingTableTest, ReserveSizesTheIndexOnceForAnImport) {
+  auto opt = MakeOptimizer("adagrad");
+  auto reserved = MakeTable({.dim = 4, .num_shards = 8, .seed = 1}, *opt);
+  auto grown = MakeTable({.dim = 4, .num_shards = 8, .seed = 1}, *opt);
+  constexpr int64_t kRows = 100000;
+  const size_t empty = reserved->MemoryBytes();
+  ASSERT_TRUE(reserved->Reserve(kRows).ok());
+  const size_t before = reserved->MemoryBytes();
+  EXPECT_GE(before - empty, static_cast<size_t>(kRows) * 8 * 10 / 8);  // 8-byte slots, load 0.8
+  std::vector<float> values(4), slots(4);
+  for (int64_t i = 0; i < kRows; ++i) {
+    values[0] = static_cast<float>(i);
+    const EmbeddingRow row{
+        .id = Mix64(static_cast<uint64_t>(i) + 3), .values = values, .slots = slots};
+    ASSERT_TRUE(reserved->ImportRow(row).ok());
+    ASSERT_TRUE(grown->ImportRow(row).ok());
+  }
+  // The import mapped the rows (48 bytes each, with the arena's block slack), not a bigger
+  // index: growing one for these rows would map about 1 MB more.
+  ASSERT_EQ(reserved->row_bytes(), 48u);
+  EXPECT_LE(reserved->MemoryBytes() - before, static_cast<size_t>(kRows * 48 * 1.15));
+  EXPECT_GE(grown->MemoryBytes() - empty, static_cast<size_t>(kRows * 48 * 1.15));
+  EXPECT_EQ(reserved->num_rows(), kRows);
+  auto a = Export(*reserved), b = Export(*grown);
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [id, row] : a) EXPECT_EQ(b[id].values, row.values) << id;
+  // Reserving less than the table holds changes nothing.
+  const size_t full = reserved->MemoryBytes();
+  ASSERT_TRUE(reserved->Reserve(10).ok());
+  EXPECT_EQ(reserved->MemoryBytes(), full);
+}
+
 TEST(HashEmbeddingTableTest, GrowsAndStaysCompact) {
   auto opt = MakeOptimizer("adagrad");
   auto table = MakeTable({.dim = 16, .num_shards = 8, .seed = 1}, *opt);

@@ -371,6 +371,11 @@ int64_t TableShard::Evict(uint32_t min_step) {
   return evicted;
 }
 
+absl::Status TableShard::Reserve(size_t rows) {
+  if (!OverMaxLoad(rows, cap_)) return absl::OkStatus();
+  return Rehash(rows * 10 / 8 + 1);
+}
+
 absl::Status TableShard::Import(uint64_t id, uint64_t hash, const float* values, const float* slots,
                                 uint32_t last_seen, uint32_t count) {
   size_t pos;

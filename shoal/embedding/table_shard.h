@@ -96,6 +96,9 @@ class TableShard {
                       const float* grads, const Optimizer& optimizer, uint32_t step);
   // Removes rows with last_seen < min_step, compacting the arena; returns how many.
   int64_t Evict(uint32_t min_step);
+  // Sizes the index for `rows` rows at once (no-op when it holds them already), so that
+  // inserting that many rehashes nothing. RESOURCE_EXHAUSTED when memory runs out.
+  absl::Status Reserve(size_t rows);
   // Inserts or overwrites a row (no admission check).
   absl::Status Import(uint64_t id, uint64_t hash, const float* values, const float* slots,
                       uint32_t last_seen, uint32_t count);

@@ -745,6 +745,11 @@ absl::Status ParameterServer::ReadCheckpoint(absl::string_view dir, State* state
       // A part written by a shard of this layout holds exactly that shard's rows.
       if (is_part && part_count == num_shards_ && part_shard != shard_) continue;
       const bool same_slots = e.slot_names == slot_names;
+      // The index sized at once for the rows this shard will hold (no rehash while importing).
+      const int64_t expected =
+          is_part && part_count == num_shards_ ? e.units : e.units / num_shards_;
+      RETURN_IF_ERROR_CTX(t.table->Reserve(t.table->num_rows() + expected), "sizing table '", name,
+                          "' for ", expected, " rows");
       RETURN_IF_ERROR(reader->ReadTableRows(e.name, [&](const EmbeddingRow& row) {
         if (num_shards_ > 1 && RowShard(row.id, num_shards_) != shard_) return absl::OkStatus();
         if (!values_only) return t.table->ImportRow(row);
