@@ -1,6 +1,7 @@
 #include "shoal/nn/gemm.h"
 
 #include <mutex>
+#include <utility>
 
 #include "shoal/base/logging.h"
 
@@ -11,8 +12,8 @@
 namespace shoal::nn {
 namespace {
 
-void EigenGemm(ConstMatrixMap a, bool transpose_a, ConstMatrixMap b, bool transpose_b, MatrixMap c,
-               bool accumulate) {
+void EigenGemm(const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b, bool transpose_b,
+               MatrixMap c, bool accumulate) {
   const auto product = [&](auto&& lhs, auto&& rhs) {
     if (accumulate) {
       c.noalias() += lhs * rhs;
@@ -35,14 +36,14 @@ void EigenGemm(ConstMatrixMap a, bool transpose_a, ConstMatrixMap b, bool transp
 // libxsmm is column-major: the row-major c[m,n] = op(a)[m,k] * b[k,n] is the column-major
 // c^T[n,m] = b^T[n,k] * op(a)^T[k,m]. b's storage is b^T column-major (leading dimension n); a's
 // is a^T column-major, which is op(a)^T when a is not transposed (leading dimension k), and needs
-// the kernel's TRANS_B when it is (a stored [k,m], leading dimension m). Returns false when libxsmm
-// has no kernel (the caller runs Eigen).
-bool LibxsmmGemm(ConstMatrixMap a, bool transpose_a, ConstMatrixMap b, MatrixMap c,
-                 bool accumulate) {
+// the kernel's TRANS_B when it is (a stored [k,m], leading dimension m). c is [m,n], row-major.
+// Returns false when libxsmm has no kernel (the caller runs Eigen).
+bool LibxsmmGemm(const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b, float* c,
+                 int64_t rows, int64_t cols, bool accumulate) {
   static std::once_flag init;
   std::call_once(init, [] { libxsmm_init(); });
-  const auto m = static_cast<libxsmm_blasint>(c.rows());
-  const auto n = static_cast<libxsmm_blasint>(c.cols());
+  const auto m = static_cast<libxsmm_blasint>(rows);
+  const auto n = static_cast<libxsmm_blasint>(cols);
   const auto k = static_cast<libxsmm_blasint>(transpose_a ? a.rows() : a.cols());
   const libxsmm_blasint lda = n;
   const libxsmm_blasint ldb = transpose_a ? m : k;
@@ -54,7 +55,7 @@ bool LibxsmmGemm(ConstMatrixMap a, bool transpose_a, ConstMatrixMap b, MatrixMap
   const libxsmm_smmfunction kernel =
       libxsmm_smmdispatch(n, m, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, nullptr);
   if (kernel == nullptr) return false;
-  kernel(b.data(), a.data(), c.data());
+  kernel(b.data(), a.data(), c);
   return true;
 }
 #endif
@@ -76,7 +77,7 @@ GemmKernel ChooseGemmKernel(int64_t m, int64_t n, int64_t k, bool transpose_a, b
   return GemmKernel::kLibxsmm;
 }
 
-void GemmWith(GemmKernel kernel, ConstMatrixMap a, bool transpose_a, ConstMatrixMap b,
+void GemmWith(GemmKernel kernel, const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b,
               bool transpose_b, MatrixMap c, bool accumulate) {
   const int64_t m = transpose_a ? a.cols() : a.rows();
   const int64_t k = transpose_a ? a.rows() : a.cols();
@@ -89,22 +90,22 @@ void GemmWith(GemmKernel kernel, ConstMatrixMap a, bool transpose_a, ConstMatrix
 #ifdef SHOAL_WITH_LIBXSMM
   if (kernel == GemmKernel::kLibxsmm &&
       ChooseGemmKernel(m, n, k, transpose_a, transpose_b) == GemmKernel::kLibxsmm &&
-      LibxsmmGemm(a, transpose_a, b, c, accumulate)) {
+      LibxsmmGemm(a, transpose_a, b, c.data(), m, n, accumulate)) {
     return;
   }
 #else
   (void)kernel;
 #endif
-  EigenGemm(a, transpose_a, b, transpose_b, c, accumulate);
+  EigenGemm(a, transpose_a, b, transpose_b, std::move(c), accumulate);
 }
 
-void Gemm(ConstMatrixMap a, bool transpose_a, ConstMatrixMap b, bool transpose_b, MatrixMap c,
-          bool accumulate) {
+void Gemm(const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b, bool transpose_b,
+          MatrixMap c, bool accumulate) {
   const int64_t m = transpose_a ? a.cols() : a.rows();
   const int64_t k = transpose_a ? a.rows() : a.cols();
   const int64_t n = transpose_b ? b.rows() : b.cols();
-  GemmWith(ChooseGemmKernel(m, n, k, transpose_a, transpose_b), a, transpose_a, b, transpose_b, c,
-           accumulate);
+  GemmWith(ChooseGemmKernel(m, n, k, transpose_a, transpose_b), a, transpose_a, b, transpose_b,
+           std::move(c), accumulate);
 }
 
 }  // namespace shoal::nn

@@ -35,11 +35,11 @@ bool HaveLibxsmm();
 
 // c = op(a) * op(b), or c += op(a) * op(b) when `accumulate`, with the kernel ChooseGemmKernel
 // picks. CHECK-fails on mismatched dimensions (a bug of the caller).
-void Gemm(ConstMatrixMap a, bool transpose_a, ConstMatrixMap b, bool transpose_b, MatrixMap c,
-          bool accumulate);
+void Gemm(const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b, bool transpose_b,
+          MatrixMap c, bool accumulate);
 // The same with a kernel of the caller's choice (tests, benchmarks). kLibxsmm runs Eigen where
 // ChooseGemmKernel would not pick libxsmm.
-void GemmWith(GemmKernel kernel, ConstMatrixMap a, bool transpose_a, ConstMatrixMap b,
+void GemmWith(GemmKernel kernel, const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b,
               bool transpose_b, MatrixMap c, bool accumulate);
 
 }  // namespace shoal::nn
