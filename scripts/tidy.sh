@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # clang-tidy (checks in .clang-tidy) over every non-test source, using build/compile_commands.json.
 # Fails on any finding. Results are cached per file under ~/.cache/shoal/tidy, keyed by the file,
-# every shoal header and .clang-tidy, so an unchanged tree costs nothing on a reused machine.
+# the repository headers it includes (directly or not) and .clang-tidy (scripts/tidy_keys.py), so
+# an unchanged tree costs nothing on a reused machine and a changed header re-checks only the
+# sources that include it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${SHOAL_JOBS:-$(nproc)}"
 cache="${SHOAL_TIDY_CACHE:-$HOME/.cache/shoal/tidy}"
 mkdir -p "$cache"
-headers_key=$(cat .clang-tidy $(git ls-files -co --exclude-standard -- 'shoal/*.h' | sort) | sha256sum | cut -c1-16)
 mapfile -t files < <(git ls-files -co --exclude-standard -- 'shoal/*.cc' | grep -v '_test\.cc$' | sort -u)
 todo=()
-for f in "${files[@]}"; do
-  [[ -f "$f" ]] || continue
-  key="$headers_key-$(sha256sum "$f" | cut -c1-16)"
-  [[ -f "$cache/$key" ]] || todo+=("$f:$key")
-done
+while IFS= read -r entry; do
+  [[ -f "$cache/${entry##*:}" ]] || todo+=("$entry")
+done < <(for f in "${files[@]}"; do [[ -f "$f" ]] && echo "$f"; done | python3 scripts/tidy_keys.py)
 echo "clang-tidy: ${#todo[@]} of ${#files[@]} files to check (others cached)"
 ((${#todo[@]})) || exit 0
 check_one() {

@@ -36,8 +36,7 @@ Var FusedDense(const Var& x, const Var& kernel, const Var& bias, Activation acti
       << "FusedDense: bias " << ShapeToString(bias->value.shape()) << " for kernel "
       << ShapeToString(kernel->value.shape());
   Tensor y = Tensor::Uninitialized(Shape{batch, out});
-  Gemm(std::as_const(x->value).matrix(), false, std::as_const(kernel->value).matrix(), false,
-       y.matrix(), /*accumulate=*/false);
+  Gemm(x->value, false, kernel->value, false, &y, /*accumulate=*/false);
   y.matrix().rowwise() += std::as_const(bias->value).AsMatrix(1).row(0);
   switch (activation) {
     case Activation::kNone:
@@ -79,23 +78,22 @@ Var FusedDense(const Var& x, const Var& kernel, const Var& bias, Activation acti
       }
       dz = &dz_buffer;
     }
-    const ConstMatrixMap dZ = dz->matrix();
     bool fresh = false;
     if (bias.requires_grad) {
       MatrixMap db = GradBufferToWrite(bias, &fresh).AsMatrix(1);
       if (fresh) {
-        db.row(0) = dZ.colwise().sum();
+        db.row(0) = dz->matrix().colwise().sum();
       } else {
-        db.row(0) += dZ.colwise().sum();
+        db.row(0) += dz->matrix().colwise().sum();
       }
     }
     if (x.requires_grad) {
       Tensor& dx = GradBufferToWrite(x, &fresh);
-      Gemm(dZ, false, std::as_const(kernel.value).matrix(), true, dx.matrix(), !fresh);
+      Gemm(*dz, false, kernel.value, true, &dx, !fresh);
     }
     if (kernel.requires_grad) {
       Tensor& dw = GradBufferToWrite(kernel, &fresh);
-      Gemm(std::as_const(x.value).matrix(), true, dZ, false, dw.matrix(), !fresh);
+      Gemm(x.value, true, *dz, false, &dw, !fresh);
     }
   });
 }

@@ -1,7 +1,6 @@
 #include "shoal/nn/gemm.h"
 
 #include <mutex>
-#include <utility>
 
 #include "shoal/base/logging.h"
 
@@ -77,35 +76,41 @@ GemmKernel ChooseGemmKernel(int64_t m, int64_t n, int64_t k, bool transpose_a, b
   return GemmKernel::kLibxsmm;
 }
 
-void GemmWith(GemmKernel kernel, const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b,
-              bool transpose_b, MatrixMap c, bool accumulate) {
-  const int64_t m = transpose_a ? a.cols() : a.rows();
-  const int64_t k = transpose_a ? a.rows() : a.cols();
-  const int64_t kb = transpose_b ? b.cols() : b.rows();
-  const int64_t n = transpose_b ? b.rows() : b.cols();
-  CHECK(k == kb && c.rows() == m && c.cols() == n)
-      << "Gemm: [" << m << "," << k << "] x [" << kb << "," << n << "] into [" << c.rows() << ","
-      << c.cols() << "]";
+void GemmWith(GemmKernel kernel, const Tensor& a, bool transpose_a, const Tensor& b,
+              bool transpose_b, Tensor* c, bool accumulate) {
+  CHECK(a.rank() == 2 && b.rank() == 2 && c->rank() == 2)
+      << "Gemm: ranks " << a.rank() << ", " << b.rank() << " into " << c->rank();
+  const ConstMatrixMap lhs = a.matrix();
+  const ConstMatrixMap rhs = b.matrix();
+  MatrixMap out = c->matrix();
+  const int64_t m = transpose_a ? lhs.cols() : lhs.rows();
+  const int64_t k = transpose_a ? lhs.rows() : lhs.cols();
+  const int64_t kb = transpose_b ? rhs.cols() : rhs.rows();
+  const int64_t n = transpose_b ? rhs.rows() : rhs.cols();
+  CHECK(k == kb && out.rows() == m && out.cols() == n)
+      << "Gemm: [" << m << "," << k << "] x [" << kb << "," << n << "] into [" << out.rows() << ","
+      << out.cols() << "]";
   if (m == 0 || n == 0) return;
 #ifdef SHOAL_WITH_LIBXSMM
   if (kernel == GemmKernel::kLibxsmm &&
       ChooseGemmKernel(m, n, k, transpose_a, transpose_b) == GemmKernel::kLibxsmm &&
-      LibxsmmGemm(a, transpose_a, b, c.data(), m, n, accumulate)) {
+      LibxsmmGemm(lhs, transpose_a, rhs, c->data(), m, n, accumulate)) {
     return;
   }
 #else
   (void)kernel;
 #endif
-  EigenGemm(a, transpose_a, b, transpose_b, std::move(c), accumulate);
+  EigenGemm(lhs, transpose_a, rhs, transpose_b, out, accumulate);
 }
 
-void Gemm(const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b, bool transpose_b,
-          MatrixMap c, bool accumulate) {
-  const int64_t m = transpose_a ? a.cols() : a.rows();
-  const int64_t k = transpose_a ? a.rows() : a.cols();
-  const int64_t n = transpose_b ? b.rows() : b.cols();
-  GemmWith(ChooseGemmKernel(m, n, k, transpose_a, transpose_b), a, transpose_a, b, transpose_b,
-           std::move(c), accumulate);
+void Gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor* c,
+          bool accumulate) {
+  CHECK(a.rank() == 2 && b.rank() == 2) << "Gemm: ranks " << a.rank() << " and " << b.rank();
+  const int64_t m = a.dim(transpose_a ? 1 : 0);
+  const int64_t k = a.dim(transpose_a ? 0 : 1);
+  const int64_t n = b.dim(transpose_b ? 0 : 1);
+  GemmWith(ChooseGemmKernel(m, n, k, transpose_a, transpose_b), a, transpose_a, b, transpose_b, c,
+           accumulate);
 }
 
 }  // namespace shoal::nn

@@ -33,13 +33,15 @@ GemmKernel ChooseGemmKernel(int64_t m, int64_t n, int64_t k, bool transpose_a, b
 // Whether this build has libxsmm.
 bool HaveLibxsmm();
 
-// c = op(a) * op(b), or c += op(a) * op(b) when `accumulate`, with the kernel ChooseGemmKernel
-// picks. CHECK-fails on mismatched dimensions (a bug of the caller).
-void Gemm(const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b, bool transpose_b,
-          MatrixMap c, bool accumulate);
+// *c = op(a) * op(b), or *c += op(a) * op(b) when `accumulate`, for rank-2 tensors, with the
+// kernel ChooseGemmKernel picks. *c keeps its buffer, which must have the result's shape; when
+// overwritten it may hold anything before (Tensor::Uninitialized). CHECK-fails on ranks or
+// dimensions that do not match (a bug of the caller).
+void Gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor* c,
+          bool accumulate);
 // The same with a kernel of the caller's choice (tests, benchmarks). kLibxsmm runs Eigen where
 // ChooseGemmKernel would not pick libxsmm.
-void GemmWith(GemmKernel kernel, const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b,
-              bool transpose_b, MatrixMap c, bool accumulate);
+void GemmWith(GemmKernel kernel, const Tensor& a, bool transpose_a, const Tensor& b,
+              bool transpose_b, Tensor* c, bool accumulate);
 
 }  // namespace shoal::nn

@@ -67,7 +67,7 @@ TEST(GemmTest, EveryKernelAndTransposeMatchesADoubleProduct) {
             Tensor out = RandomTensor(c.m, c.n, seed++);
             const Tensor before = out;
             if (!accumulate) out = Tensor(Shape{c.m, c.n}, std::numeric_limits<float>::quiet_NaN());
-            GemmWith(kernel, a.matrix(), ta, b.matrix(), tb, out.matrix(), accumulate);
+            GemmWith(kernel, a, ta, b, tb, &out, accumulate);
             std::vector<double> expected, scale;
             Reference(a, ta, b, tb, before, accumulate, &expected, &scale);
             int bad = 0;

@@ -30,31 +30,28 @@ Var MatMul(const Var& a, const Var& b, bool transpose_a, bool transpose_b) {
                   << (transpose_a ? "^T" : "") << " and " << ShapeToString(b->value.shape())
                   << (transpose_b ? "^T" : "");
   Tensor out = Tensor::Uninitialized(Shape{m, n});  // Gemm overwrites it
-  Gemm(std::as_const(a->value).matrix(), transpose_a, std::as_const(b->value).matrix(), transpose_b,
-       out.matrix(), /*accumulate=*/false);
+  Gemm(a->value, transpose_a, b->value, transpose_b, &out, /*accumulate=*/false);
   return MakeOpNode("MatMul", std::move(out), {a, b}, [transpose_a, transpose_b](Node& self) {
     Node& a = *self.inputs[0];
     Node& b = *self.inputs[1];
-    const ConstMatrixMap dC = std::as_const(self.grad).matrix();
-    const ConstMatrixMap A = std::as_const(a.value).matrix();
-    const ConstMatrixMap B = std::as_const(b.value).matrix();
+    const Tensor& dC = self.grad;
     bool fresh = false;
     if (a.requires_grad) {
       // dA += dC op(B)^T, laid out as a is (written, not added, into a new buffer).
-      const MatrixMap dA = GradBufferToWrite(a, &fresh).matrix();
+      Tensor& dA = GradBufferToWrite(a, &fresh);
       if (!transpose_a) {
-        Gemm(dC, false, B, !transpose_b, dA, !fresh);
+        Gemm(dC, false, b.value, !transpose_b, &dA, !fresh);
       } else {
-        Gemm(B, transpose_b, dC, true, dA, !fresh);
+        Gemm(b.value, transpose_b, dC, true, &dA, !fresh);
       }
     }
     if (b.requires_grad) {
       // dB += op(A)^T dC, laid out as b is.
-      const MatrixMap dB = GradBufferToWrite(b, &fresh).matrix();
+      Tensor& dB = GradBufferToWrite(b, &fresh);
       if (!transpose_b) {
-        Gemm(A, !transpose_a, dC, false, dB, !fresh);
+        Gemm(a.value, !transpose_a, dC, false, &dB, !fresh);
       } else {
-        Gemm(dC, true, A, transpose_a, dB, !fresh);
+        Gemm(dC, true, a.value, transpose_a, &dB, !fresh);
       }
     }
   });
