@@ -1,5 +1,6 @@
 #include "shoal/model/graph_model.h"
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -256,6 +257,41 @@ TEST(GraphModelTest, MalformedGraphsNameTheNodeAndTheLine) {
   EXPECT_THAT(s.message(), HasSubstr("graph: "));
 }
 
+// An Estimator running a train-only graph of `nodes` and `loss` over one dense feature "x" of
+// `width` columns, with no checkpoints, and an input of `epochs` times the batch of `x_values`
+// (two rows).
+struct OneFeatureGraphJob {
+  EstimatorConfig config;
+  InputFn input;
+};
+
+OneFeatureGraphJob MakeOneFeatureGraphJob(const Json& variables, const Json& nodes, int loss,
+                                          int64_t width, std::initializer_list<float> x_values,
+                                          int64_t epochs) {
+  OneFeatureGraphJob job;
+  EstimatorConfig& config = job.config;
+  config.model_fn = GraphModel;
+  config.params.type = "graph";
+  config.params.graph = Json{{"version", 1},
+                             {"variables", variables},
+                             {"modes", {{"train", {{"nodes", nodes}, {"loss", loss}}}}}}
+                            .dump();
+  config.layout.dense_names = {"x"};
+  config.layout.dense_widths = {width};
+  config.run.model_dir = test::FreshTestDir(DefaultFileSystems(), "graph_model_test_");
+  config.run.save_checkpoints_steps = 0;
+  FeatureBatch batch;
+  batch.batch_size = 2;
+  batch.dense = Tensor(Shape{2, width}, x_values);
+  batch.labels = Tensor(Shape{2, 1});
+  batch.dense_names = {"x"};
+  batch.dense_widths = {width};
+  job.input = [batch, epochs]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
+    return std::make_unique<test::VectorSource>(std::vector<FeatureBatch>{batch}, epochs);
+  };
+  return job;
+}
+
 TEST(GraphModelTest, DataTheOpsCannotTakeIsAnErrorNamingTheLine) {
   // An embedding_lookup-style gather with an id past the table: INVALID_ARGUMENT naming the
   // user's line, not a crash.
@@ -265,29 +301,9 @@ TEST(GraphModelTest, DataTheOpsCannotTakeIsAnErrorNamingTheLine) {
   const int t = b.Op("variable", {}, {{"name", "table"}});
   const int rows = b.Op("gather", {t, ids}, {{"where", "model.py:9 (tf.nn.embedding_lookup)"}});
   const int loss = b.Op("reduce", {rows}, {{"fn", "sum"}});
-  FileSystems& fs = DefaultFileSystems();
-  EstimatorConfig config;
-  config.model_fn = GraphModel;
-  config.params.type = "graph";
-  config.params.graph = Json{{"version", 1},
-                             {"variables", variables},
-                             {"modes", {{"train", {{"nodes", b.nodes()}, {"loss", loss}}}}}}
-                            .dump();
-  config.layout.dense_names = {"x"};
-  config.layout.dense_widths = {1};
-  config.run.model_dir = test::FreshTestDir(fs, "graph_model_test_");
-  config.run.save_checkpoints_steps = 0;
-  FeatureBatch batch;
-  batch.batch_size = 2;
-  batch.dense = Tensor(Shape{2, 1}, {1.0f, 7.0f});
-  batch.labels = Tensor(Shape{2, 1});
-  batch.dense_names = {"x"};
-  batch.dense_widths = {1};
-  InputFn input = [batch]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
-    return std::make_unique<test::VectorSource>(std::vector<FeatureBatch>{batch}, 1);
-  };
-  ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(fs, config));
-  absl::Status s = estimator->Train(input, {}).status();
+  OneFeatureGraphJob job = MakeOneFeatureGraphJob(variables, b.nodes(), loss, 1, {1.0f, 7.0f}, 1);
+  ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(DefaultFileSystems(), job.config));
+  absl::Status s = estimator->Train(job.input, {}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(),
               HasSubstr("graph node 2 (gather at model.py:9 "
@@ -308,29 +324,10 @@ TEST(GraphModelTest, ADenseLayerWhoseShapesDoNotFitRunsNodeByNode) {
     const int product = b.Op("matmul", {x, k}, {{"where", "model.py:4 (tf.matmul)"}});
     const int y = b.Op("relu", {b.Op("binary", {product, bias}, {{"fn", "add"}})});
     const int loss = b.Op("reduce", {y}, {{"fn", "mean"}});
-    FileSystems& fs = DefaultFileSystems();
-    EstimatorConfig config;
-    config.model_fn = GraphModel;
-    config.params.type = "graph";
-    config.params.graph = Json{{"version", 1},
-                               {"variables", variables},
-                               {"modes", {{"train", {{"nodes", b.nodes()}, {"loss", loss}}}}}}
-                              .dump();
-    config.layout.dense_names = {"x"};
-    config.layout.dense_widths = {2};
-    config.run.model_dir = test::FreshTestDir(fs, "graph_model_test_");
-    config.run.save_checkpoints_steps = 0;
-    FeatureBatch batch;
-    batch.batch_size = 2;
-    batch.dense = Tensor(Shape{2, 2}, {1.0f, 2.0f, -1.0f, 0.5f});
-    batch.labels = Tensor(Shape{2, 1});
-    batch.dense_names = {"x"};
-    batch.dense_widths = {2};
-    InputFn input = [batch]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
-      return std::make_unique<test::VectorSource>(std::vector<FeatureBatch>{batch}, 3);
-    };
-    ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(fs, config));
-    absl::StatusOr<TrainResult> trained = estimator->Train(input, {});
+    OneFeatureGraphJob job =
+        MakeOneFeatureGraphJob(variables, b.nodes(), loss, 2, {1.0f, 2.0f, -1.0f, 0.5f}, 3);
+    ASSERT_OK_AND_ASSIGN(estimator, Estimator::Create(DefaultFileSystems(), job.config));
+    absl::StatusOr<TrainResult> trained = estimator->Train(job.input, {});
     if (wrong_kernel) {
       EXPECT_EQ(trained.status().code(), absl::StatusCode::kInvalidArgument);
       EXPECT_THAT(trained.status().message(),

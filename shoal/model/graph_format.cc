@@ -281,6 +281,22 @@ absl::Status ParseNode(const Json& j, int index, GraphNode* node) {
   return absl::OkStatus();
 }
 
+// Calls fn(node) for each output of the mode: the loss, the predictions and the metrics' inputs
+// (a node once per reference to it).
+template <typename Fn>
+void ForEachOutput(const GraphMode& mode, Fn&& fn) {
+  const auto visit = [&](int id) {
+    if (id >= 0) fn(id);
+  };
+  visit(mode.loss);
+  for (const auto& [name, id] : mode.predictions) visit(id);
+  for (const GraphMetric& m : mode.metrics) {
+    visit(m.predictions);
+    visit(m.labels);
+    visit(m.weights);
+  }
+}
+
 // The dense layers of a mode (GraphDenseLayer): counts each needed node's uses by the other needed
 // nodes and the outputs, then matches matmul -> add -> activation chains of single uses.
 void FindDenseLayers(GraphMode* mode) {
@@ -294,16 +310,7 @@ void FindDenseLayers(GraphMode* mode) {
       user[in] = i;
     }
   }
-  auto output = [&](int id) {
-    if (id >= 0) ++uses[id];
-  };
-  output(mode->loss);
-  for (const auto& [name, id] : mode->predictions) output(id);
-  for (const GraphMetric& m : mode->metrics) {
-    output(m.predictions);
-    output(m.labels);
-    output(m.weights);
-  }
+  ForEachOutput(*mode, [&](int id) { ++uses[id]; });
   mode->dense_layers.clear();
   mode->dense_layer_of.assign(static_cast<size_t>(count), -1);
   for (int a = 0; a < count; ++a) {
@@ -385,16 +392,7 @@ absl::Status ParseMode(const Json& j, const std::string& mode_name, const Graph&
   }
   // What the outputs need, walking the inputs backwards.
   mode->needed.assign(mode->nodes.size(), false);
-  auto mark = [&](int id) {
-    if (id >= 0) mode->needed[id] = true;
-  };
-  mark(mode->loss);
-  for (const auto& [name, id] : mode->predictions) mark(id);
-  for (const GraphMetric& m : mode->metrics) {
-    mark(m.predictions);
-    mark(m.labels);
-    mark(m.weights);
-  }
+  ForEachOutput(*mode, [&](int id) { mode->needed[id] = true; });
   for (int i = count - 1; i >= 0; --i) {
     if (!mode->needed[i]) continue;
     for (int in : mode->nodes[i].inputs) mode->needed[in] = true;
