@@ -61,6 +61,25 @@ TEST(TensorTest, UninitializedHasTheShapeAndZeroFilledTensorsStayZero) {
   EXPECT_EQ(Tensor::Uninitialized(Shape{0}).size(), 0);
 }
 
+// Every tensor's storage starts on a 64-byte boundary (kTensorAlignment), whatever the build's
+// vector width: the maps promise Eigen Aligned64. Sizes from one float to megabytes, made every
+// way a tensor is made, and after the allocator has had odd-sized blocks to reuse.
+TEST(TensorTest, StorageIsAlignedTo64BytesForEverySize) {
+  const auto aligned = [](const Tensor& t) {
+    return reinterpret_cast<uintptr_t>(t.data()) % kTensorAlignment == 0;
+  };
+  std::vector<Tensor> keep;
+  for (int64_t n : {1, 2, 3, 7, 15, 16, 17, 33, 100, 1000, 4097, 65537, 1 << 20}) {
+    keep.emplace_back(Shape{n});
+    EXPECT_TRUE(aligned(keep.back())) << n;
+    EXPECT_TRUE(aligned(Tensor(Shape{n}, 1.0f))) << n;
+    EXPECT_TRUE(aligned(Tensor::Uninitialized(Shape{1, n}))) << n;
+    Tensor copy = keep.back();
+    EXPECT_TRUE(aligned(copy)) << n;
+    EXPECT_TRUE(aligned(copy.Reshaped({n, 1}))) << n;
+  }
+}
+
 TEST(TensorDeathTest, BadReshapeIsABug) {
   Tensor a({2, 3});
   EXPECT_DEATH(a.Reshaped({4}), "cannot reshape");
