@@ -138,19 +138,20 @@ def targets(ctr, mnist):
     def row(text, value, ok):
         out.append(f"| {text} | {value} | {'-' if ok is None else ('yes' if ok else '**no**')} |")
 
-    for shape, shoal, tf in [("one process", "shoal", "TF Estimator"),
-                             ("1 PS + 1 trainer", "shoal launch 1 PS + 1 trainer",
-                              "TF Estimator 1 PS + 1 trainer"),
-                             ("1 PS + 2 trainers", "shoal launch 1 PS + 2 trainers",
-                              "TF Estimator 1 PS + 2 trainers")]:
+    # One process: issue 23's 6x (two training threads); clusters: issue 6's 5x.
+    for shape, shoal, tf, goal in [("one process", "shoal", "TF Estimator", 6),
+                                   ("1 PS + 1 trainer", "shoal launch 1 PS + 1 trainer",
+                                    "TF Estimator 1 PS + 1 trainer", 5),
+                                   ("1 PS + 2 trainers", "shoal launch 1 PS + 2 trainers",
+                                    "TF Estimator 1 PS + 2 trainers", 5)]:
         if shoal in ctr and tf in ctr:
             q = ratio(ctr[shoal]["rate"], ctr[tf]["rate"])
             d = ctr[shoal]["auc"] - ctr[tf]["auc"]
-            row(f"CTR, {shape}: shoal >= 5x TF Estimator examples/s at equal or better AUC "
+            row(f"CTR, {shape}: shoal >= {goal}x TF Estimator examples/s at equal or better AUC "
                 f"(equal: within {AUC_TOLERANCE})",
                 f"{q:.2f}x ({ctr[shoal]['rate']:,.0f} vs {ctr[tf]['rate']:,.0f}); AUC "
                 f"{ctr[shoal]['auc']:.4f} vs {ctr[tf]['auc']:.4f} ({d:+.4f})",
-                q >= 5 and d >= -AUC_TOLERANCE)
+                q >= goal and d >= -AUC_TOLERANCE)
     for peer in ["PyTorch", "PyTorch (parse included)"]:
         if "shoal" in ctr and peer in ctr:
             q = ratio(ctr["shoal"]["rate"], ctr[peer]["rate"])
@@ -159,13 +160,16 @@ def targets(ctr, mnist):
                 f"{ctr['shoal']['auc']:.4f} vs {ctr[peer]['auc']:.4f}", q >= 1.5)
     if "shoal" in mnist:
         s = mnist["shoal"]
-        row("Fashion-MNIST MLP 784-256-10: shoal >= 100K examples/s per core",
-            f"{s['per_core_used']:,.0f} per core used ({s['cores']:.2f} cores), "
-            f"{s['per_machine_core']:,.0f} per machine core", s["per_core_used"] >= 100_000)
         if "PyTorch" in mnist:
             q = ratio(s["rate"], mnist["PyTorch"]["rate"])
-            row("Fashion-MNIST: shoal vs PyTorch examples/s (no target)",
-                f"{q:.2f}x ({s['rate']:,.0f} vs {mnist['PyTorch']['rate']:,.0f})", None)
+            # Issue 23 sets it per core: both pinned to one core (taskset -c 0, one thread each).
+            row("Fashion-MNIST MLP 784-256-10: shoal >= 1.0x PyTorch examples/s (issue 23: per "
+                "core, both pinned to one core)",
+                f"{q:.2f}x ({s['rate']:,.0f} vs {mnist['PyTorch']['rate']:,.0f}); shoal used "
+                f"{s['cores']:.2f} cores", q >= 1.0)
+        else:
+            row("Fashion-MNIST MLP 784-256-10: shoal examples/s (no PyTorch run to compare)",
+                f"{s['rate']:,.0f} ({s['cores']:.2f} cores used)", None)
     if "shoal" in ctr:
         local = ctr["shoal"]
         for peer, trainers in [("shoal launch 1 PS + 1 trainer", 1),
@@ -178,10 +182,13 @@ def targets(ctr, mnist):
             # Per worker core: examples/s per core the cluster's processes used (PS included)
             # against the one process's per core it used, which trains on run.train_threads
             # threads; the per-trainer ratio divides by a process that has all the cores.
-            row(f"cluster over loopback >= 0.7x in-process per worker core, "
+            # Issue 23's pinned measurement (a core for the trainer, one for the PS) is
+            # bench/cluster_throughput.sh --pinned; this one shares the cores.
+            row(f"cluster over loopback >= 0.85x in-process per worker core (issue 23; "
+                f"bench/cluster_throughput.sh --pinned measures it), "
                 f"{peer[len('shoal launch '):]}",
                 f"examples/s per core used / in-process's: {per_core:.2f}; examples/s per "
-                f"trainer / in-process's examples/s: {per_trainer:.2f}", per_core >= 0.7)
+                f"trainer / in-process's examples/s: {per_trainer:.2f}", per_core >= 0.85)
     return out
 
 
