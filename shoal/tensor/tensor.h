@@ -61,8 +61,9 @@ class DefaultInitAllocator {
   T* allocate(size_t n) {
     return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kTensorAlignment}));
   }
-  void deallocate(T* p, size_t n) noexcept {
-    ::operator delete (p, n * sizeof(T), std::align_val_t{kTensorAlignment});
+  // Unsized: clang before 19 does not declare the sized aligned delete by default.
+  void deallocate(T* p, size_t /*n*/) noexcept {
+    ::operator delete (p, std::align_val_t{kTensorAlignment});
   }
   template <typename U>
   void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
