@@ -3,7 +3,7 @@
 # hand, with the machine and the date. Not part of scripts/test.sh: speed is measured here only.
 #   scripts/bench.sh                    all benchmarks
 #   scripts/bench.sh embedding_bench    one program (extra args go to it, e.g. --benchmark_filter=)
-#   scripts/bench.sh cluster_throughput bench/cluster_throughput.sh (extra args: ROWS RUNS)
+#   scripts/bench.sh cluster_throughput bench/cluster_throughput.sh (extra args: [--pinned] ROWS RUNS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --bench
