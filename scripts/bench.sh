@@ -16,9 +16,13 @@ all=(crc32c_bench gemm_bench nn_bench optim_bench embedding_bench text_parse_ben
 if (($#)); then progs=("$1"); shift; else progs=("${all[@]}"); fi
 # cluster_throughput is a script (bench/cluster_throughput.sh) that runs the shoal binary.
 scripts/build.sh "${progs[@]/#cluster_throughput/shoal}"
-# One thread everywhere; Debian's OpenBLAS misdetects this CPU (AMD EPYC, AVX-512) without a
-# core type, and SkylakeX (its AVX-512 kernels) was the fastest of those tried.
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-SkylakeX}"
+# One thread everywhere; Debian's OpenBLAS misdetects AMD EPYC guests without a core type:
+# SkylakeX (its AVX-512 kernels, the fastest of those tried) where the CPU has AVX-512, else
+# Haswell (AVX2 + FMA), since the AVX-512 kernels would fault there.
+if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
+  if grep -qw avx512f /proc/cpuinfo; then OPENBLAS_CORETYPE=SkylakeX; else OPENBLAS_CORETYPE=Haswell; fi
+fi
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_CORETYPE
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc --all) cores, $(date -u +%F)"
 for p in "${progs[@]}"; do
   echo "== $p"

@@ -1,10 +1,11 @@
 """Driver of the framework comparison (bench/compare/run.sh calls it; see RESULTS.md).
 
-Generates one CTR data set with `shoal gen-data ctr`, then for each of --runs rounds trains every
+Generates one CTR data set (`shoal gen-data ctr`, or with --data numpy gen_ctr.py, which
+shares no code with shoal), then for each of --runs rounds trains every
 peer on it once, in this order (so that a slow period of the shared machine touches all peers):
 shoal in one process, shoal launch 1 PS + 1 trainer, 1 PS + 2 trainers, TF Estimator in one
 process and as TF_CONFIG clusters of the same shapes, PyTorch in one process; then the
-Fashion-MNIST MLP in shoal and PyTorch. Each run appends one JSON line to OUT/runs.jsonl;
+Fashion-MNIST MLP in shoal and PyTorch (--mnist-data numpy: gen_idx.py's images instead). Each run appends one JSON line to OUT/runs.jsonl;
 report.py turns them into the table.
 
 A "trainer" is a process that trains: shoal's chief trains (as TF's does), so 1 PS + 1 trainer is
@@ -38,12 +39,14 @@ class Runner:
     def __init__(self, args):
         self.args = args
         self.work = args.work
-        self.data = os.path.join(self.work, "data")
+        # One directory per generator, so that switching --data keeps both data sets.
+        self.data = os.path.join(self.work, "data" if args.data == "shoal" else "data-numpy")
         self.out = open(os.path.join(args.out, "runs.jsonl"), "a", buffering=1)
         self.env = dict(os.environ)
-        # Debian's OpenBLAS misdetects this CPU (AMD EPYC, AVX-512) without a core type; SkylakeX
-        # was the fastest in scripts/bench.sh. PyTorch's Linear layers use it.
-        self.env.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+        # Debian's OpenBLAS misdetects AMD EPYC guests without a core type; SkylakeX was the
+        # fastest in scripts/bench.sh where the CPU has AVX-512, and would fault where it has
+        # not, so Haswell (AVX2 + FMA) there. PyTorch's Linear layers use it.
+        self.env.setdefault("OPENBLAS_CORETYPE", _openblas_core())
         self.env.pop("TF_CONFIG", None)
         self.env["TF_CPP_MIN_LOG_LEVEL"] = "1"
 
@@ -61,16 +64,31 @@ class Runner:
                 log(f"reusing data in {self.data}")
                 return g
         shutil.rmtree(self.data, ignore_errors=True)
-        log(f"generating {total} rows in {files} files")
-        subprocess.run([a.shoal_bin, "gen-data", "ctr", "--rows", str(total), "--files",
-                        str(files), "--max-vocabulary", str(a.max_vocabulary), "--seed", "1",
-                        "--out", self.data], check=True, stdout=subprocess.DEVNULL)
+        log(f"generating {total} rows in {files} files ({a.data}'s generator)")
+        if a.data == "shoal":
+            argv = [a.shoal_bin, "gen-data", "ctr", "--seed", "1"]
+        else:
+            argv = [sys.executable, os.path.join(HERE, "gen_ctr.py"), "--seed", "7"]
+        subprocess.run(argv + ["--rows", str(total), "--files", str(files), "--max-vocabulary",
+                               str(a.max_vocabulary), "--out", self.data],
+                       check=True, stdout=subprocess.DEVNULL)
         g = json.load(open(meta))
         crosses = [tuple(c) for c in g["crosses"]]
         if crosses != M.CROSSES:
             raise SystemExit(f"compare: the generator's crosses {crosses} differ from the models' "
                              f"{M.CROSSES} (ctr_model.py, shoal_ctr.yaml): update both")
         return g
+
+    def mnist_dir(self):
+        """Fashion-MNIST (Debian's dataset-fashion-mnist), or gen_idx.py's images, made once."""
+        if self.args.mnist_data == "fashion":
+            return MNIST_DIR
+        path = os.path.join(self.work, "mnist-numpy")
+        if not os.path.exists(os.path.join(path, "t10k-labels-idx1-ubyte.gz")):
+            log("generating the MLP's images (gen_idx.py)")
+            subprocess.run([sys.executable, os.path.join(HERE, "gen_idx.py"), "--out", path],
+                           check=True)
+        return path
 
     def train_files(self):
         return [os.path.join(self.data, f"part-{i:05d}.txt") for i in range(self.args.train_files)]
@@ -179,7 +197,11 @@ class Runner:
         model_dir = os.path.join(run_dir, "model")
         argv = [a.shoal_bin, "train", os.path.join(HERE, "shoal_mnist.yaml"), "--model-dir",
                 model_dir, "--set", f"input.train.num_epochs={a.mnist_epochs}",
-                "--set", f"run.train_threads={a.shoal_threads}"]
+                "--set", f"run.train_threads={a.shoal_threads}",
+                "--set", "input.train.files=[%s]" % os.path.join(
+                    self.mnist_dir(), "train-images-idx3-ubyte.gz"),
+                "--set", "input.eval.files=[%s]" % os.path.join(
+                    self.mnist_dir(), "t10k-images-idx3-ubyte.gz")]
         t0 = time.monotonic()
         group.start("shoal", argv, env=self.env)
         code = group.wait("shoal")
@@ -291,8 +313,8 @@ class Runner:
         a = self.args
         run_dir, group = self._group(f"torch-mnist-{run}")
         argv = ["/usr/bin/python3", os.path.join(HERE, "torch_mnist.py"),
-                "--train", os.path.join(MNIST_DIR, "train-images-idx3-ubyte.gz"),
-                "--test", os.path.join(MNIST_DIR, "t10k-images-idx3-ubyte.gz"),
+                "--train", os.path.join(self.mnist_dir(), "train-images-idx3-ubyte.gz"),
+                "--test", os.path.join(self.mnist_dir(), "t10k-images-idx3-ubyte.gz"),
                 "--epochs", str(a.mnist_epochs), "--threads", str(a.torch_threads)]
         t0 = time.monotonic()
         group.start("torch", argv, env=self.torch_env())
@@ -312,10 +334,15 @@ def main():
     p.add_argument("--rows", type=int, default=1_000_000, help="training rows")
     p.add_argument("--train-files", type=int, default=5)
     p.add_argument("--max-vocabulary", type=int, default=10_000)
+    p.add_argument("--data", choices=["shoal", "numpy"], default="shoal",
+                   help="the CTR data's generator: `shoal gen-data ctr`, or gen_ctr.py (NumPy, "
+                        "shoal not involved)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=M.BATCH_SIZE)
     p.add_argument("--log-every", type=int, default=0, help="steps per progress line (0: ~25)")
     p.add_argument("--mnist-epochs", type=int, default=3)
+    p.add_argument("--mnist-data", choices=["fashion", "numpy"], default="fashion",
+                   help="the MLP's images: Fashion-MNIST, or gen_idx.py's (NumPy)")
     p.add_argument("--peers", default="shoal,shoal-cluster,tf,tf-cluster,torch,mnist",
                    help="comma-separated subset")
     p.add_argument("--tf-threads", default="2,2", help="intra,inter op threads, one process")
@@ -347,7 +374,7 @@ def main():
     g = r.generate()
     with open(os.path.join(a.out, "machine.json"), "w") as f:
         json.dump({"cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
-                   "best_auc": g["best_auc"], "rows": a.rows, "eval_rows": a.rows // a.train_files,
+                   "best_auc": g["best_auc"], "data": a.data, "mnist_data": a.mnist_data, "rows": a.rows, "eval_rows": a.rows // a.train_files,
                    "max_vocabulary": a.max_vocabulary, "batch_size": a.batch_size,
                    "log_every": a.log_every, "runs": a.runs,
                    "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}, f)
@@ -368,6 +395,12 @@ def main():
         if "mnist" in peers:
             r.shoal_mnist(run)
             r.torch_mnist(run)
+
+
+def _openblas_core():
+    with open("/proc/cpuinfo") as f:
+        flags = next((line for line in f if line.startswith("flags")), "").split()
+    return "SkylakeX" if "avx512f" in flags else "Haswell"
 
 
 def _cpu_model():

@@ -221,7 +221,12 @@ def main():
         sys.exit(__doc__)
     runs, machine = load(sys.argv[1])
     cores = machine.get("cores") or os.cpu_count()
-    print(f"Machine: {machine.get('cpu', '?')}, {cores} cores. Data: {machine.get('rows', '?'):,} "
+    generator = {"shoal": "`shoal gen-data ctr`", "numpy": "bench/compare/gen_ctr.py"}.get(
+        machine.get("data", "shoal"), "?")
+    images = {"fashion": "Fashion-MNIST", "numpy": "bench/compare/gen_idx.py's images"}.get(
+        machine.get("mnist_data", "fashion"), "?")
+    print(f"Machine: {machine.get('cpu', '?')}, {cores} cores. CTR data from {generator}, the "
+          f"MLP's from {images}. CTR: {machine.get('rows', '?'):,} "
           f"training rows, {machine.get('eval_rows', '?'):,} held out (the generator's best "
           f"AUC: {machine.get('best_auc', float('nan')):.4f}); batch {machine.get('batch_size')}, "
           f"one epoch. Medians of {machine.get('runs', '?')} runs; started "

@@ -40,6 +40,12 @@ if ((quick)); then
 fi
 
 scripts/install-deps.sh --compare
+# Debian's OpenBLAS misdetects AMD EPYC guests without a core type: its AVX-512 kernels
+# (SkylakeX, the fastest there) where the CPU has AVX-512, else its AVX2 + FMA ones (Haswell).
+if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
+  if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
+  else export OPENBLAS_CORETYPE=Haswell; fi
+fi
 tf_python="$(bench/compare/tf-env.sh)"
 if [[ -z "${SHOAL_BIN:-}" ]]; then
   [[ -x build/shoal ]] || scripts/build.sh shoal
@@ -60,7 +66,7 @@ mkdir -p "$out"
   echo "shoal: $bin (sha256 $(sha256sum "$bin" | cut -c1-16), modified $(date -u -r "$bin" '+%F %T UTC')); checkout at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   echo "tensorflow python: $("$tf_python" -c 'import sys, numpy, tensorflow as tf; print(sys.version.split()[0], "tensorflow", tf.__version__, "numpy", numpy.__version__)' 2>/dev/null)"
   echo "torch python: $(/usr/bin/python3 -c 'import sys, numpy, pandas, torch; print(sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__, "pandas", pandas.__version__)')"
-  echo "openblas: $(dpkg-query -W -f='${Version}' libopenblas0-pthread 2>/dev/null || echo '?'), OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}"
+  echo "openblas: $(dpkg-query -W -f='${Version}' libopenblas0-pthread 2>/dev/null || echo '?'), OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE}"
 } | tee "$out/versions.txt" >&2
 
 /usr/bin/python3 bench/compare/compare.py --rows "$rows" --runs "$runs" --shoal-bin "$bin" \
