@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs what shoal needs on Debian 12, idempotently and quietly.
 #   scripts/install-deps.sh            build + test dependencies (C++ libraries, tools, data set)
-#   scripts/install-deps.sh --bench    also what the benchmarks compare against (OpenBLAS;
-#                                      oneDNN for bench/gemm_shapes_bench.cc)
+#   scripts/install-deps.sh --bench    also what the benchmarks compare against (OpenBLAS)
 #   scripts/install-deps.sh --compare  also the PyTorch peer of bench/compare (Debian's
 #                                      python3-torch, and python3-pandas to pre-parse its input)
 # Only missing packages are installed; a machine that has them all does no network access.
@@ -23,6 +22,8 @@ packages=(
   libgloo-dev
   # shoal/nn/gemm.h: libxsmm's JIT kernels for the dense layers' small matrix products
   libxsmm-dev
+  # and oneDNN's sgemm, used for them on CPUs without AVX-512
+  libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   # tests only: the HDFS minicluster (scripts/hdfs-minicluster.sh) and, with pyspark from PyPI,
@@ -30,7 +31,7 @@ packages=(
   openjdk-17-jdk-headless maven
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libopenblas-dev libdnnl-dev)
+  packages+=(libopenblas-dev)
 fi
 if [[ "${1:-}" == "--compare" ]]; then
   # OpenBLAS: without it Debian's torch runs its Linear layers on the reference BLAS (libblas3),

@@ -7,6 +7,12 @@
 #ifdef SHOAL_WITH_LIBXSMM
 #include <libxsmm.h>
 #endif
+#ifdef SHOAL_WITH_ONEDNN
+#include <dnnl.h>
+// libgomp's, oneDNN's threading runtime (shoal_onednn links it); declared here so that this file
+// needs no -fopenmp.
+extern "C" void omp_set_num_threads(int threads);
+#endif
 
 namespace shoal::nn {
 namespace {
@@ -59,7 +65,39 @@ bool LibxsmmGemm(const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap
 }
 #endif
 
+#ifdef SHOAL_WITH_ONEDNN
+// Row-major c[m,n] (+)= op(a)[m,k] * op(b)[k,n] with oneDNN's sgemm, which is row-major too: a is
+// stored [m,k] (or [k,m] transposed), b [k,n] (or [n,k]). With beta 0 the output is not read.
+bool OnednnGemm(const ConstMatrixMap& a, bool transpose_a, const ConstMatrixMap& b,
+                bool transpose_b, float* c, int64_t m, int64_t n, int64_t k, bool accumulate) {
+  // oneDNN would start an OpenMP team of every core for each product, on every training thread
+  // at once; shoal's threads are its parallelism. The setting is per calling thread.
+  thread_local const bool one_thread = [] {
+    omp_set_num_threads(1);
+    return true;
+  }();
+  (void)one_thread;
+  const dnnl_dim_t lda = transpose_a ? m : k;
+  const dnnl_dim_t ldb = transpose_b ? k : n;
+  return dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k, 1.0f, a.data(), lda,
+                    b.data(), ldb, accumulate ? 1.0f : 0.0f, c, n) == dnnl_success;
+}
+#endif
+
 }  // namespace
+
+bool HaveOnednn() {
+#ifdef SHOAL_WITH_ONEDNN
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool PreferOnednn() {
+  static const bool prefer = HaveOnednn() && !__builtin_cpu_supports("avx512f");
+  return prefer;
+}
 
 bool HaveLibxsmm() {
 #ifdef SHOAL_WITH_LIBXSMM
@@ -70,6 +108,7 @@ bool HaveLibxsmm() {
 }
 
 GemmKernel ChooseGemmKernel(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transpose_b) {
+  if (PreferOnednn() && m >= 1 && n >= 2 && k >= 2) return GemmKernel::kOnednn;
   if (!HaveLibxsmm() || transpose_b || n < 2 || m < 1 || k < 1) return GemmKernel::kEigen;
   if (m > kMaxLibxsmmDim || n > kMaxLibxsmmDim || k > kMaxLibxsmmDim) return GemmKernel::kEigen;
   (void)transpose_a;  // both ways are libxsmm kernels
@@ -91,6 +130,12 @@ void GemmWith(GemmKernel kernel, const Tensor& a, bool transpose_a, const Tensor
       << "Gemm: [" << m << "," << k << "] x [" << kb << "," << n << "] into [" << out.rows() << ","
       << out.cols() << "]";
   if (m == 0 || n == 0) return;
+#ifdef SHOAL_WITH_ONEDNN
+  if (kernel == GemmKernel::kOnednn && k >= 1 &&
+      OnednnGemm(lhs, transpose_a, rhs, transpose_b, c->data(), m, n, k, accumulate)) {
+    return;
+  }
+#endif
 #ifdef SHOAL_WITH_LIBXSMM
   if (kernel == GemmKernel::kLibxsmm &&
       ChooseGemmKernel(m, n, k, transpose_a, transpose_b) == GemmKernel::kLibxsmm &&

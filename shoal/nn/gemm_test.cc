@@ -53,14 +53,17 @@ TEST(GemmTest, EveryKernelAndTransposeMatchesADoubleProduct) {
       {17, 33, 65}, {2, 3, 2049}, {5, 0, 4},       {0, 4, 3},      {4, 3, 0},    {1, 2100, 8},
   };
   uint64_t seed = 1;
-  for (const GemmKernel kernel : {GemmKernel::kEigen, GemmKernel::kLibxsmm}) {
+  for (const GemmKernel kernel : {GemmKernel::kEigen, GemmKernel::kLibxsmm, GemmKernel::kOnednn}) {
     for (const Case& c : cases) {
       for (const bool ta : {false, true}) {
         for (const bool tb : {false, true}) {
           for (const bool accumulate : {false, true}) {
-            const std::string name = absl::StrCat(
-                kernel == GemmKernel::kEigen ? "eigen " : "libxsmm ", c.m, "x", c.k, "x", c.n,
-                ta ? " a^T" : "", tb ? " b^T" : "", accumulate ? " accumulate" : "");
+            const std::string name =
+                absl::StrCat(kernel == GemmKernel::kEigen     ? "eigen "
+                             : kernel == GemmKernel::kLibxsmm ? "libxsmm "
+                                                              : "onednn ",
+                             c.m, "x", c.k, "x", c.n, ta ? " a^T" : "", tb ? " b^T" : "",
+                             accumulate ? " accumulate" : "");
             SCOPED_TRACE(name);
             const Tensor a = ta ? RandomTensor(c.k, c.m, seed++) : RandomTensor(c.m, c.k, seed++);
             const Tensor b = tb ? RandomTensor(c.n, c.k, seed++) : RandomTensor(c.k, c.n, seed++);
@@ -86,7 +89,26 @@ TEST(GemmTest, EveryKernelAndTransposeMatchesADoubleProduct) {
   }
 }
 
+TEST(GemmTest, OnednnWithoutAvx512WhereItWasMeasuredFaster) {
+  if (!PreferOnednn()) {
+    EXPECT_NE(ChooseGemmKernel(128, 256, 784, false, false), GemmKernel::kOnednn);
+    GTEST_SKIP() << (HaveOnednn() ? "this CPU has AVX-512" : "built without oneDNN");
+  }
+  // Every product of the models' dense layers but the matrix-vector ones: forward, weight
+  // gradient (a transposed), input gradient (b transposed), a 10-class logit layer.
+  EXPECT_EQ(ChooseGemmKernel(128, 256, 784, false, false), GemmKernel::kOnednn);
+  EXPECT_EQ(ChooseGemmKernel(784, 256, 128, true, false), GemmKernel::kOnednn);
+  EXPECT_EQ(ChooseGemmKernel(512, 429, 256, false, true), GemmKernel::kOnednn);
+  EXPECT_EQ(ChooseGemmKernel(128, 10, 128, false, false), GemmKernel::kOnednn);
+  EXPECT_EQ(ChooseGemmKernel(4096, 4096, 4096, false, false), GemmKernel::kOnednn);
+  // A logit layer's matrix-vector product and an outer product stay where they were.
+  EXPECT_NE(ChooseGemmKernel(512, 1, 64, false, false), GemmKernel::kOnednn);
+  EXPECT_NE(ChooseGemmKernel(512, 64, 1, false, true), GemmKernel::kOnednn);
+  EXPECT_EQ(ChooseGemmKernel(8, 8, 0, false, false), GemmKernel::kEigen);
+}
+
 TEST(GemmTest, LibxsmmOnlyWhereItWasMeasuredFaster) {
+  if (PreferOnednn()) GTEST_SKIP() << "no AVX-512: oneDNN is preferred (the test above)";
   if (!HaveLibxsmm()) {
     EXPECT_EQ(ChooseGemmKernel(128, 256, 784, false, false), GemmKernel::kEigen);
     GTEST_SKIP() << "built without libxsmm: every product runs on Eigen";
