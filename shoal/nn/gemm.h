@@ -13,9 +13,10 @@
 // Where shoal was built with oneDNN (also installed by scripts/install-deps.sh) and the CPU has no
 // AVX-512, oneDNN's sgemm runs every product with n >= 2 and k >= 2 instead, either operand
 // transposed: on an AVX2 machine it ran the models' products at 66-81 GFLOP/s, against 44-56 for
-// Eigen and 39-83 for libxsmm (docs/benchmarks.md, "Small GEMMs ... on AVX2"). On AVX-512 the
-// choice above stands: there libxsmm was measured as fast or faster. oneDNN runs on the calling
-// thread only (its OpenMP team is set to one thread, per calling thread).
+// Eigen and 39-83 for libxsmm (docs/benchmarks.md, "2026-11-27 (morning): oneDNN without
+// AVX-512"). On AVX-512 the choice above stands: there libxsmm was measured as fast or faster.
+// oneDNN runs on the calling thread only (its OpenMP team is set to one thread, per calling
+// thread).
 // The results of the kernels differ in rounding only (the order of the sums).
 #pragma once
 
