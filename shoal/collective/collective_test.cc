@@ -1,6 +1,7 @@
 // Rings of N ranks as threads in this process, over an in-memory store (the gloo test pattern).
 #include "shoal/collective/collective.h"
 
+#include <csignal>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -166,6 +167,34 @@ TEST(CollectiveTest, RankThatLeavesBreaksTheRing) {
     EXPECT_THAT(statuses[rank].message(), HasSubstr("AllReduceSum"));
     EXPECT_EQ(ring[rank]->Barrier().code(), absl::StatusCode::kFailedPrecondition);
   }
+}
+
+// Gloo writes to its sockets with writev, which raises SIGPIPE on a connection the peer closed;
+// SIGPIPE's default action ends the process, silently (the CI failure of 2026-11-27: the chief of
+// an all-reduce job died with status 141 when its peer was killed). Connect ignores SIGPIPE, so
+// the writes fail with EPIPE and the collective returns an error the trainer can roll back from.
+TEST(CollectiveTest, PeerThatClosedItsSocketsIsAnErrorNotSigpipe) {
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  struct sigaction before {};
+  ASSERT_EQ(sigaction(SIGPIPE, &default_action, &before), 0);
+  InMemoryRendezvousStore store;
+  std::vector<std::unique_ptr<Collective>> ring =
+      ConnectRing(store, 2, "ring/1/", absl::Seconds(5));
+  ASSERT_NE(ring[0], nullptr);
+  ASSERT_NE(ring[1], nullptr);
+  struct sigaction now {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+  ring[1].reset();  // its sockets close; rank 0's next writes meet a reset connection
+  absl::SleepFor(absl::Milliseconds(100));
+  std::vector<float> data(size_t{8} << 20, 1.0f);  // 32 MiB: many writes after the reset
+  const absl::Status status = ring[0]->AllReduceSum(absl::MakeSpan(data));
+  EXPECT_THAT(status.code(),
+              ::testing::AnyOf(absl::StatusCode::kUnavailable, absl::StatusCode::kDeadlineExceeded))
+      << status;
+  ASSERT_EQ(sigaction(SIGPIPE, &before, nullptr), 0);
 }
 
 TEST(CollectiveTest, RankThatStopsCallingTimesTheOthersOut) {

@@ -1,5 +1,6 @@
 #include "shoal/collective/gloo_context.h"
 
+#include <csignal>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -56,9 +57,31 @@ absl::Status StatusFromGlooException(const std::exception& e, absl::string_view 
   return absl::InternalError(message);
 }
 
+namespace {
+
+// Gloo writes to its sockets with writev, and a write to a connection the peer has closed raises
+// SIGPIPE, whose default action ends the process without a word: a killed trainer took the
+// survivor with it (exit status 141) instead of letting it roll the ring back. So the first ring
+// of a process ignores SIGPIPE; the write then fails with EPIPE and the collective returns
+// UNAVAILABLE. A handler the program installed itself is left alone (it does not end the process).
+// Python ignores SIGPIPE already. An ignored signal stays ignored across exec, so a process that
+// forms a ring and then starts programs should restore the default for them; shoal's members
+// start none.
+void IgnoreSigpipe() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<gloo::Context>> ConnectGlooContext(
     RendezvousStore& store, const CollectiveOptions& options) {
   RETURN_IF_ERROR(ValidateOptions(options));
+  IgnoreSigpipe();
   const absl::Time deadline = absl::Now() + options.timeout;
   auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
   context->setTimeout(absl::ToChronoMilliseconds(options.timeout));
