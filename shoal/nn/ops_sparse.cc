@@ -1,6 +1,7 @@
 #include "shoal/nn/ops_sparse.h"
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -41,9 +42,6 @@ absl::Status ValidateSparseIds(const SparseIds& ids, int64_t num_rows) {
 
 namespace {
 
-using RowMap = Eigen::Map<Eigen::RowVectorXf>;
-using ConstRowMap = Eigen::Map<const Eigen::RowVectorXf>;
-
 // What the backward pass needs: the ids and each example's combiner scale.
 struct PoolState {
   SparseIds ids;
@@ -71,11 +69,18 @@ Var EmbeddingPool(const Var& rows, const SparseIds& ids, Combiner combiner) {
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t begin = ids.offsets[b];
     const int64_t end = ids.offsets[b + 1];
+    float* acc = out.data() + b * dim;
+    // One id of weight 1, the usual case of a CTR feature: every combiner gives the row itself.
+    if (end == begin + 1 && !weighted) {
+      std::memcpy(acc, table + int64_t{ids.row_index[begin]} * dim, dim * sizeof(float));
+      state->example_scale[b] = 1.0f;
+      continue;
+    }
     double denom = 0.0;
-    RowMap acc(out.data() + b * dim, dim);
     for (int64_t j = begin; j < end; ++j) {
       const float w = weighted ? ids.weights[j] : 1.0f;
-      acc += w * ConstRowMap(table + int64_t{ids.row_index[j]} * dim, dim);
+      const float* row = table + int64_t{ids.row_index[j]} * dim;
+      for (int64_t d = 0; d < dim; ++d) acc[d] += w * row[d];
       denom += combiner == Combiner::kMean ? w : double{w} * w;
     }
     float scale = 1.0f;
@@ -85,7 +90,7 @@ Var EmbeddingPool(const Var& rows, const SparseIds& ids, Combiner combiner) {
       scale = denom > 0.0 ? static_cast<float>(1.0 / std::sqrt(denom)) : 0.0f;
     }
     if (end == begin) scale = 0.0f;
-    acc *= scale;
+    for (int64_t d = 0; d < dim; ++d) acc[d] *= scale;
     state->example_scale[b] = scale;
   }
 
@@ -96,10 +101,15 @@ Var EmbeddingPool(const Var& rows, const SparseIds& ids, Combiner combiner) {
     for (int64_t b = 0; b < ids.batch_size(); ++b) {
       const float scale = state->example_scale[b];
       if (scale == 0.0f) continue;
-      ConstRowMap dy(self.grad.data() + b * dim, dim);
+      const float* dy = self.grad.data() + b * dim;
       for (int64_t j = ids.offsets[b]; j < ids.offsets[b + 1]; ++j) {
+        float* row = grad_table + int64_t{ids.row_index[j]} * dim;
+        if (!weighted && scale == 1.0f) {
+          for (int64_t d = 0; d < dim; ++d) row[d] += dy[d];
+          continue;
+        }
         const float w = (weighted ? ids.weights[j] : 1.0f) * scale;
-        RowMap(grad_table + int64_t{ids.row_index[j]} * dim, dim) += w * dy;
+        for (int64_t d = 0; d < dim; ++d) row[d] += w * dy[d];
       }
     }
   });

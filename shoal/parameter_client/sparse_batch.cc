@@ -1,9 +1,11 @@
 #include "shoal/parameter_client/sparse_batch.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "shoal/tensor/random.h"
 
 namespace shoal {
 namespace {
@@ -40,6 +42,25 @@ int SparseBatch::FindTable(absl::string_view name) const {
   return -1;
 }
 
+void SparseBatch::RowMap::Reset(size_t max_ids) {
+  const size_t cap = std::bit_ceil(std::max<size_t>(16, 2 * max_ids));
+  if (ids_.size() != cap) ids_.resize(cap);
+  rows_.assign(cap, -1);
+  mask_ = cap - 1;
+  shift_ = 64 - std::countr_zero(cap);
+}
+
+int32_t SparseBatch::RowMap::FindOrAdd(uint64_t id, int32_t next) {
+  for (size_t i = Mix64(id) >> shift_;; i = (i + 1) & mask_) {
+    if (rows_[i] < 0) {
+      ids_[i] = id;
+      rows_[i] = next;
+      return next;
+    }
+    if (ids_[i] == id) return rows_[i];
+  }
+}
+
 absl::Status SparseBatch::Build(const FeatureBatch& batch) {
   for (const SparseFeature& f : batch.sparse) {
     absl::Status valid = ValidateFeature(f, batch.batch_size);
@@ -49,45 +70,52 @@ absl::Status SparseBatch::Build(const FeatureBatch& batch) {
       return valid;
     }
   }
-  // Tables in order of their first feature; their ids are all of their features' ids, unique, in
-  // order of first appearance. Existing elements are reused, so their containers keep their
-  // capacity across calls.
+  // Tables in order of their first feature. Existing elements are reused, so their containers
+  // keep their capacity across calls.
   features_.resize(batch.sparse.size());
+  table_ids_.clear();
   size_t num_tables = 0;
   for (size_t i = 0; i < batch.sparse.size(); ++i) {
     const SparseFeature& f = batch.sparse[i];
     size_t t = 0;
     while (t < num_tables && tables_[t].name != f.table) ++t;
     if (t == num_tables) {
-      if (num_tables == tables_.size()) {
-        tables_.emplace_back();
-        rows_.emplace_back();
-      }
+      if (num_tables == tables_.size()) tables_.emplace_back();
       tables_[t].name = f.table;
-      tables_[t].ids.clear();
-      rows_[t].clear();
+      table_ids_.push_back(0);
       ++num_tables;
     }
-    Feature& out = features_[i];
-    out.table = static_cast<int>(t);
-    std::vector<uint64_t>& unique = tables_[t].ids;
-    absl::flat_hash_map<uint64_t, int32_t>& rows = rows_[t];
-    out.ids.row_index.resize(f.ids.size());
-    for (size_t j = 0; j < f.ids.size(); ++j) {
-      if (unique.size() == static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-        return absl::InvalidArgumentError(absl::StrCat("sparse table '", f.table,
-                                                       "' has over 2^31 - 1 unique ids in one "
-                                                       "batch"));
-      }
-      const auto [it, added] = rows.try_emplace(f.ids[j], static_cast<int32_t>(unique.size()));
-      if (added) unique.push_back(f.ids[j]);
-      out.ids.row_index[j] = it->second;
-    }
-    out.ids.offsets = f.offsets;
-    out.ids.weights = f.weights;
+    features_[i].table = static_cast<int>(t);
+    table_ids_[t] += f.ids.size();
   }
   tables_.resize(num_tables);
-  rows_.resize(num_tables);
+  // Per table, its ids are all of its features' ids, unique, in order of first appearance.
+  for (size_t t = 0; t < num_tables; ++t) {
+    std::vector<uint64_t>& unique = tables_[t].ids;
+    unique.clear();
+    if (table_ids_[t] > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+      absl::Status too_many = absl::InvalidArgumentError(
+          absl::StrCat("sparse table '", tables_[t].name, "' has ", table_ids_[t],
+                       " ids in one batch, over 2^31 - 1"));
+      tables_.clear();
+      features_.clear();
+      return too_many;
+    }
+    map_.Reset(table_ids_[t]);
+    for (size_t i = 0; i < batch.sparse.size(); ++i) {
+      if (features_[i].table != static_cast<int>(t)) continue;
+      const SparseFeature& f = batch.sparse[i];
+      Feature& out = features_[i];
+      out.ids.row_index.resize(f.ids.size());
+      for (size_t j = 0; j < f.ids.size(); ++j) {
+        const int32_t row = map_.FindOrAdd(f.ids[j], static_cast<int32_t>(unique.size()));
+        if (row == static_cast<int32_t>(unique.size())) unique.push_back(f.ids[j]);
+        out.ids.row_index[j] = row;
+      }
+      out.ids.offsets = f.offsets;
+      out.ids.weights = f.weights;
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -1,8 +1,11 @@
 #include "shoal/parameter_client/sparse_batch.h"
 
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -88,6 +91,50 @@ TEST(SparseBatchTest, RebuildReplacesEverything) {
   ASSERT_TRUE(sparse.Build(Batch()).ok());
   EXPECT_THAT(sparse.tables()[0].ids, ElementsAre(30, 10, 20, 40, 5));
   EXPECT_THAT(sparse.features()[2].ids.row_index, ElementsAre(2, 3, 4));
+}
+
+TEST(SparseBatchTest, ManyIdsMatchAReferenceMapInOrderOfFirstAppearance) {
+  // Three features over two tables, 20,000 ids each from ranges that repeat some ids often (and
+  // include 0 and the largest id), so the map probes, and is reused across rebuilds.
+  std::mt19937_64 random(11);
+  SparseBatch sparse;
+  for (int round = 0; round < 3; ++round) {
+    FeatureBatch batch;
+    batch.batch_size = 20000;
+    std::vector<int64_t> offsets(batch.batch_size + 1);
+    for (int64_t b = 0; b <= batch.batch_size; ++b) offsets[b] = b;
+    const uint64_t ranges[] = {5000, 50000, ~uint64_t{0}};
+    const char* tables[] = {"x", "y", "x"};
+    for (int f = 0; f < 3; ++f) {
+      std::vector<uint64_t> ids(batch.batch_size);
+      for (uint64_t& id : ids) id = random() % ranges[f];
+      ids[0] = 0;
+      ids[1] = ~uint64_t{0};
+      batch.sparse.push_back(Feature(absl::StrCat("f", f), tables[f], ids, offsets));
+    }
+    ASSERT_TRUE(sparse.Build(batch).ok());
+    for (const std::string table : {"x", "y"}) {
+      std::map<uint64_t, int32_t> reference;
+      std::vector<uint64_t> order;
+      for (const SparseFeature& f : batch.sparse) {
+        if (f.table != table) continue;
+        for (uint64_t id : f.ids) {
+          if (reference.emplace(id, static_cast<int32_t>(order.size())).second) order.push_back(id);
+        }
+      }
+      const int t = sparse.FindTable(table);
+      ASSERT_GE(t, 0);
+      EXPECT_EQ(sparse.tables()[t].ids, order) << table;
+      for (size_t i = 0; i < batch.sparse.size(); ++i) {
+        if (batch.sparse[i].table != table) continue;
+        const std::vector<int32_t>& rows = sparse.features()[i].ids.row_index;
+        ASSERT_EQ(rows.size(), batch.sparse[i].ids.size());
+        for (size_t j = 0; j < rows.size(); ++j) {
+          ASSERT_EQ(rows[j], reference.at(batch.sparse[i].ids[j])) << table << " feature " << i;
+        }
+      }
+    }
+  }
 }
 
 TEST(SparseBatchTest, EmptyExamplesAndNoFeatures) {

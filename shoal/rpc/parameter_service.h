@@ -65,7 +65,7 @@
 namespace shoal {
 
 // True if `ids` holds an id twice (pushes require unique ids): a linear scan when the ids are
-// sorted, as a worker sends them, else a hash set.
+// sorted, as a worker sends them, else an open-addressing set in a buffer the thread keeps.
 bool HasRepeatedIds(absl::Span<const uint64_t> ids);
 
 // The largest replica count SetSyncReplicas accepts.
