@@ -1,5 +1,6 @@
 #include "shoal/nn/ops_math.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "shoal/base/logging.h"
@@ -130,27 +131,40 @@ Var Concat(const std::vector<Var>& xs, int axis) {
     total += x->value.dim(axis);
   }
   Tensor out(axis == 1 ? Shape{common, total} : Shape{total, common});
-  auto O = out.matrix();
+  // Row-major: along axis 1 each input fills a column band of every row, along axis 0 a run of
+  // whole rows. Plain row loops: Eigen's block assignments of narrow bands (an embedding's 16
+  // columns of a wide & deep input) ran at a third of memcpy's speed.
+  const int64_t rows = out.dim(0);
+  const int64_t cols = out.dim(1);
   int64_t start = 0;
   for (const Var& x : xs) {
     const int64_t width = x->value.dim(axis);
+    const float* in = x->value.data();
     if (axis == 1) {
-      O.middleCols(start, width) = x->value.matrix();
+      for (int64_t r = 0; r < rows; ++r) {
+        std::copy_n(in + r * width, width, out.data() + r * cols + start);
+      }
     } else {
-      O.middleRows(start, width) = x->value.matrix();
+      std::copy_n(in, width * cols, out.data() + start * cols);
     }
     start += width;
   }
-  return MakeOpNode("Concat", std::move(out), xs, [axis](Node& self) {
-    auto dO = std::as_const(self.grad).matrix();
+  return MakeOpNode("Concat", std::move(out), xs, [axis, rows, cols](Node& self) {
+    const float* g = self.grad.data();
     int64_t start = 0;
     for (auto& input : self.inputs) {
       const int64_t width = input->value.dim(axis);
       if (input->requires_grad) {
+        float* dx = GradBuffer(*input).data();
         if (axis == 1) {
-          GradBuffer(*input).matrix() += dO.middleCols(start, width);
+          for (int64_t r = 0; r < rows; ++r) {
+            const float* band = g + r * cols + start;
+            float* d = dx + r * width;
+            for (int64_t j = 0; j < width; ++j) d[j] += band[j];
+          }
         } else {
-          GradBuffer(*input).matrix() += dO.middleRows(start, width);
+          const float* run = g + start * cols;
+          for (int64_t i = 0; i < width * cols; ++i) dx[i] += run[i];
         }
       }
       start += width;
