@@ -1,12 +1,13 @@
 #include "shoal/nn/ops_sparse.h"
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "shoal/base/logging.h"
+#include "shoal/nn/row_copy.h"
 
 namespace shoal::nn {
 
@@ -65,17 +66,18 @@ Var EmbeddingPool(const Var& rows, const SparseIds& ids, Combiner combiner) {
   const bool weighted = !ids.weights.empty();
   const float* table = rows->value.data();
 
-  Tensor out(Shape{batch, dim});
+  Tensor out = Tensor::Uninitialized(Shape{batch, dim});  // every row is written below
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t begin = ids.offsets[b];
     const int64_t end = ids.offsets[b + 1];
     float* acc = out.data() + b * dim;
     // One id of weight 1, the usual case of a CTR feature: every combiner gives the row itself.
     if (end == begin + 1 && !weighted) {
-      std::memcpy(acc, table + int64_t{ids.row_index[begin]} * dim, dim * sizeof(float));
+      CopyFloats(acc, table + int64_t{ids.row_index[begin]} * dim, dim);
       state->example_scale[b] = 1.0f;
       continue;
     }
+    std::fill_n(acc, dim, 0.0f);
     double denom = 0.0;
     for (int64_t j = begin; j < end; ++j) {
       const float w = weighted ? ids.weights[j] : 1.0f;
@@ -105,7 +107,7 @@ Var EmbeddingPool(const Var& rows, const SparseIds& ids, Combiner combiner) {
       for (int64_t j = ids.offsets[b]; j < ids.offsets[b + 1]; ++j) {
         float* row = grad_table + int64_t{ids.row_index[j]} * dim;
         if (!weighted && scale == 1.0f) {
-          for (int64_t d = 0; d < dim; ++d) row[d] += dy[d];
+          AddFloats(row, dy, dim);
           continue;
         }
         const float w = (weighted ? ids.weights[j] : 1.0f) * scale;
