@@ -218,7 +218,9 @@ TEST(HashEmbeddingTableTest, SnapshotReadsTheRowsAsTheyWereAtTheCut) {
     const std::vector<float> values(4, 9.0f), slots(4, 1.0f);
     ASSERT_TRUE(table->ImportRow({.id = 7, .values = values, .slots = slots}).ok());
     ASSERT_TRUE(table->ImportRow({.id = 200000, .values = values, .slots = slots}).ok());
-    if (evict) EXPECT_GT(table->Evict(4), 0);  // rows 2001.. and below 1000 were last seen < 4
+    if (evict) {
+      EXPECT_GT(table->Evict(4), 0);  // rows 2001.. and below 1000 were last seen < 4
+    }
     const auto now = Visited([&](auto visit) { table->ForEachRow(visit); });
     ASSERT_NE(now, at_cut);
 
@@ -226,7 +228,9 @@ TEST(HashEmbeddingTableTest, SnapshotReadsTheRowsAsTheyWereAtTheCut) {
     const auto snapshot = Visited([&](auto visit) { copied = table->ForEachSnapshotRow(visit); });
     ASSERT_TRUE(copied.ok()) << copied.status();
     EXPECT_EQ(snapshot, at_cut);
-    if (!evict) EXPECT_EQ(*copied, 2000);  // rows 1..2000 changed, each copied once
+    if (!evict) {
+      EXPECT_EQ(*copied, 2000);  // rows 1..2000 changed, each copied once
+    }
     // The snapshot ended with the read; the table is as it is now.
     EXPECT_EQ(Visited([&](auto visit) { table->ForEachRow(visit); }), now);
     EXPECT_EQ(table->ForEachSnapshotRow([](const EmbeddingRow&) {}).status().code(),

@@ -84,7 +84,10 @@ TEST(InputParserTest, CriteoLinesWithAndWithoutTheLabel) {
   ASSERT_EQ(parser.schema().columns.size(), 39u);
   std::string unlabelled = "5";
   for (int i = 1; i < 13; ++i) unlabelled += "\t";
-  for (int i = 0; i < 26; ++i) unlabelled += "\t" + std::string(i == 0 ? "68fd1e64" : "");
+  for (int i = 0; i < 26; ++i) {
+    unlabelled += '\t';
+    if (i == 0) unlabelled += "68fd1e64";
+  }
   const std::string labelled = "1\t" + unlabelled;
   RawBatch batch(parser.schema());
   const std::vector<absl::string_view> lines = {labelled, unlabelled};

@@ -122,7 +122,9 @@ TEST_F(EventWriterTest, HistogramsInTensorFlowsDefaultBuckets) {
   double total = 0;
   for (int i = 0; i < h.bucket_size(); ++i) {
     total += h.bucket(i);
-    if (i > 0) EXPECT_LT(h.bucket_limit(i - 1), h.bucket_limit(i));
+    if (i > 0) {
+      EXPECT_LT(h.bucket_limit(i - 1), h.bucket_limit(i));
+    }
     if (h.bucket(i) == 2) {  // the two 0.5s: in [limit(i-1), limit(i))
       EXPECT_LE(h.bucket_limit(i - 1), 0.5);
       EXPECT_GT(h.bucket_limit(i), 0.5);
