@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "shoal/base/status.h"
+#include "shoal/embedding/repeated_keys.h"
 
 namespace shoal {
 namespace {
@@ -41,29 +42,6 @@ void GroupByShard(absl::Span<const uint64_t> ids, size_t num_shards, BatchScratc
   // The scatter advanced each begin[k] to the end of shard k; shift back by one shard.
   for (size_t k = num_shards; k > 0; --k) s->begin[k] = s->begin[k - 1];
   s->begin[0] = 0;
-}
-
-// True if two hashes (hence two ids: HashId is bijective) are equal. O(n) expected.
-bool HasRepeats(const std::vector<uint64_t>& hashes, std::vector<uint64_t>* seen) {
-  const size_t cap = std::bit_ceil(std::max<size_t>(16, 2 * hashes.size()));
-  const int shift = 64 - std::countr_zero(cap);
-  seen->assign(cap, 0);
-  bool zero_seen = false;  // 0 marks an empty cell, so the hash 0 is tracked apart
-  for (uint64_t h : hashes) {
-    if (h == 0) {
-      if (zero_seen) return true;
-      zero_seen = true;
-      continue;
-    }
-    for (size_t i = h >> shift;; i = (i + 1) & (cap - 1)) {
-      if ((*seen)[i] == 0) {
-        (*seen)[i] = h;
-        break;
-      }
-      if ((*seen)[i] == h) return true;
-    }
-  }
-  return false;
 }
 
 uint32_t ClampStep(int64_t step) {
@@ -186,7 +164,9 @@ absl::Status HashEmbeddingTable::ApplyGradients(absl::Span<const uint64_t> ids,
   }
   BatchScratch& s = Scratch();
   GroupByShard(ids, shards_.size(), &s);
-  if (HasRepeats(s.hashes, &s.seen)) {
+  // HashId is a bijection, so the hashes are the keys: equal hashes are equal ids.
+  if (HasRepeatedKeys(
+          s.hashes, [](uint64_t h) { return h; }, &s.seen)) {
     return absl::InvalidArgumentError("embedding gradients: ids must be unique");
   }
   const uint32_t step32 = ClampStep(step);
