@@ -362,6 +362,16 @@ absl::Status ParameterClient::PushMany(absl::Span<const Tensor> dense_grads,
   if (step < 1) {
     return absl::InvalidArgumentError(absl::StrCat("PushMany: step must be >= 1, got ", step));
   }
+  const bool all_dense = std::none_of(dense_grads.begin(), dense_grads.end(),
+                                      [](const Tensor& g) { return g.empty(); });
+  if (num_shards() == 1 && all_dense) {
+    // One shard holding everything takes the caller's buffers as they are, and checks the whole
+    // push itself before applying any of it: checking here too would check every id twice.
+    return AnnotateCat(shards_[0]->PushMany(
+                           dense_grads.empty() ? absl::Span<const std::string>() : shard_dense_[0],
+                           dense_grads, tables, step),
+                       "PushMany to shard 0 of 1");
+  }
   // Everything is checked here, so that no shard applies anything when one part is bad.
   for (size_t i = 0; i < dense_grads.size(); ++i) {
     if (!dense_grads[i].empty() && dense_grads[i].shape() != spec_.dense[i].shape) {
@@ -400,15 +410,6 @@ absl::Status ParameterClient::PushMany(absl::Span<const Tensor> dense_grads,
     std::vector<TablePush> pushes;
   };
   std::vector<ShardPart> parts(shards_.size());
-  const bool all_dense = std::none_of(dense_grads.begin(), dense_grads.end(),
-                                      [](const Tensor& g) { return g.empty(); });
-  if (num_shards() == 1 && all_dense) {
-    // One shard holding everything takes the caller's buffers as they are.
-    return AnnotateCat(shards_[0]->PushMany(
-                           dense_grads.empty() ? absl::Span<const std::string>() : shard_dense_[0],
-                           dense_grads, tables, step),
-                       "PushMany to shard 0 of 1");
-  }
   if (!dense_grads.empty()) {
     for (int k = 0; k < num_shards(); ++k) {
       for (size_t j = 0; j < shard_dense_[k].size(); ++j) {
