@@ -203,8 +203,9 @@ absl::Status ModelContext::Prepare(const FeatureBatch& batch, Mode mode, int64_t
     const std::vector<uint64_t>& ids = prepared->sparse.tables()[index].ids;
     prepared->table_names.push_back(t.name);
     prepared->table_index.push_back(index);
-    Tensor& values =
-        prepared->table_values.emplace_back(Shape{static_cast<int64_t>(ids.size()), t.dim});
+    // The lookup writes every row (an inference miss as zeros), so nothing is zero-filled first.
+    Tensor& values = prepared->table_values.emplace_back(
+        Tensor::Uninitialized(Shape{static_cast<int64_t>(ids.size()), t.dim}));
     lookups.push_back(
         {t.name, ids, absl::MakeSpan(values.data(), static_cast<size_t>(values.size()))});
   }
@@ -345,23 +346,57 @@ nn::Combiner CombinerOf(Pooling pooling) {
 
 }  // namespace
 
-nn::Var ModelContext::Embedding(absl::string_view feature, absl::string_view group) {
+bool ModelContext::BindEmbedding(absl::string_view feature, absl::string_view group,
+                                 nn::PoolInput* pool, int64_t* dim) {
   absl::StatusOr<int> index = FindFeature(feature);
-  const int64_t fallback_dim = index.ok() ? std::max<int64_t>(layout_.sparse[*index].dim, 1) : 1;
+  *dim = index.ok() ? std::max<int64_t>(layout_.sparse[*index].dim, 1) : 1;
   if (!index.ok()) {
     Fail(index.status());
-    return Placeholder(Shape{batch_size_, fallback_dim});
+    return false;
   }
   const SparseFeature& spec = layout_.sparse[*index];
   if (spec.dim <= 0) {
     Fail(absl::InvalidArgumentError(absl::StrCat(
         "feature '", feature, "' has no embedding dimension (a wide column): use Linear()")));
-    return Placeholder(Shape{batch_size_, 1});
+    return false;
   }
-  if (!status_.ok() || !KnownGroup(group)) return Placeholder(Shape{batch_size_, spec.dim});
+  if (!status_.ok() || !KnownGroup(group)) return false;
   nn::Var rows = TableRows(spec.table, spec.dim, group);
-  if (recording_ || !status_.ok()) return Placeholder(Shape{batch_size_, spec.dim});
-  return nn::EmbeddingPool(rows, prepared_.sparse.features()[*index].ids, CombinerOf(spec.pooling));
+  if (recording_ || !status_.ok()) return false;
+  *pool = nn::PoolInput{std::move(rows), &prepared_.sparse.features()[*index].ids,
+                        CombinerOf(spec.pooling)};
+  return true;
+}
+
+nn::Var ModelContext::Embedding(absl::string_view feature, absl::string_view group) {
+  nn::PoolInput pool;
+  int64_t dim = 1;
+  if (!BindEmbedding(feature, group, &pool, &dim)) return Placeholder(Shape{batch_size_, dim});
+  return nn::EmbeddingPool(pool.rows, *pool.ids, pool.combiner);
+}
+
+nn::Var ModelContext::EmbeddingsConcat(absl::Span<const std::string> features,
+                                       absl::string_view group, bool with_dense_input) {
+  std::vector<nn::Var> dense;
+  int64_t width = 0;
+  if (with_dense_input && layout_.dense_width() > 0) {
+    dense.push_back(DenseInput());
+    width += layout_.dense_width();
+  }
+  std::vector<nn::PoolInput> pools(features.size());
+  bool bound = true;
+  for (size_t i = 0; i < features.size(); ++i) {
+    int64_t dim = 1;
+    bound = BindEmbedding(features[i], group, &pools[i], &dim) && bound;
+    width += dim;
+  }
+  if (dense.empty() && features.empty()) {
+    Fail(absl::InvalidArgumentError("EmbeddingsConcat: no dense input and no features"));
+    return Placeholder(Shape{batch_size_, 0});
+  }
+  if (!bound) return Placeholder(Shape{batch_size_, width});
+  if (features.empty()) return dense[0];
+  return nn::ConcatPooled(dense, pools);
 }
 
 nn::Var ModelContext::Linear(absl::string_view feature, int64_t units, absl::string_view group) {

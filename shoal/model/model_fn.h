@@ -38,10 +38,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "shoal/config/job_config.h"
 #include "shoal/data/feature_column.h"
 #include "shoal/nn/autodiff.h"
 #include "shoal/nn/metrics.h"
+#include "shoal/nn/ops_sparse.h"
 #include "shoal/parameter_client/parameter_client.h"
 #include "shoal/parameter_client/sparse_batch.h"
 #include "shoal/rpc/parameter_service.h"
@@ -126,6 +128,12 @@ class ModelContext {
   // Sparse feature `feature` (an EmbeddingColumn output) looked up in its table and pooled with
   // its pooling: [B, dim]. Trains in optimizer group `group`.
   nn::Var Embedding(absl::string_view feature, absl::string_view group = "deep");
+  // The batch's dense features (when `with_dense_input` and the layout has any) and the pooled
+  // embeddings of `features`, concatenated along axis 1 in that order: what
+  // Concat({DenseInput(), Embedding(f, group)...}, 1) gives, bit for bit, in one op
+  // (nn::ConcatPooled) that writes each pooled row once. [B, dense width + sum of dims].
+  nn::Var EmbeddingsConcat(absl::Span<const std::string> features, absl::string_view group,
+                           bool with_dense_input);
   // Sparse feature `feature` (a WideColumn output, or any sparse feature) as a linear term: the
   // sum of per-id weight rows of width `units` from its table: [B, units]. Tables shared by
   // several features are one weight table.
@@ -189,6 +197,11 @@ class ModelContext {
   nn::Var Placeholder(const Shape& shape);
   absl::StatusOr<int> FindFeature(absl::string_view feature) const;
   nn::Var TableRows(const std::string& table, int64_t dim, absl::string_view group);
+  // Embedding's checks and binding: fills *pool and returns true when the step can pool
+  // `feature`; false when recording or on an error (recorded with Fail). *dim is the width of its
+  // output either way.
+  bool BindEmbedding(absl::string_view feature, absl::string_view group, nn::PoolInput* pool,
+                     int64_t* dim);
   bool KnownGroup(absl::string_view group);
 
   FeatureLayout layout_;

@@ -66,18 +66,10 @@ nn::Var BatchNormLayer(ModelContext& ctx, const nn::Var& x, int64_t width,
 // The deep tower: concat(dense features, embeddings) -> hidden layers -> [B, units] logits.
 nn::Var DeepLogits(ModelContext& ctx, const FeatureKinds& kinds, const ModelConfig& config,
                    nn::Activation activation, int64_t units, const std::string& scope) {
-  std::vector<nn::Var> inputs;
-  int64_t width = 0;
-  if (ctx.layout().dense_width() > 0) {
-    inputs.push_back(ctx.DenseInput());
-    width += ctx.layout().dense_width();
-  }
-  for (const std::string& name : kinds.embeddings) {
-    nn::Var e = ctx.Embedding(name, "deep");
-    width += e->value.dim(1);
-    inputs.push_back(std::move(e));
-  }
-  nn::Var x = inputs.size() == 1 ? inputs[0] : nn::Concat(inputs, 1);
+  // The dense features and the pooled embeddings in one op: a Concat of separately pooled
+  // embeddings copied every band twice more, forward and backward.
+  nn::Var x = ctx.EmbeddingsConcat(kinds.embeddings, "deep", /*with_dense_input=*/true);
+  int64_t width = x->value.dim(1);
   for (size_t i = 0; i < config.hidden_units.size(); ++i) {
     const int64_t out = config.hidden_units[i];
     const std::string layer = absl::StrCat(scope, "/hidden_", i);
@@ -189,10 +181,8 @@ absl::StatusOr<EstimatorSpec> DeepFmModel(ModelContext& ctx, const Tensor& label
     }
     dim = f.dim;
   }
-  std::vector<nn::Var> fields;
-  fields.reserve(kinds.embeddings.size());
-  for (const std::string& name : kinds.embeddings) fields.push_back(ctx.Embedding(name, "deep"));
-  nn::Var fm = nn::FmInteraction(nn::Concat(fields, 1), static_cast<int>(fields.size()));
+  nn::Var fields = ctx.EmbeddingsConcat(kinds.embeddings, "deep", /*with_dense_input=*/false);
+  nn::Var fm = nn::FmInteraction(fields, static_cast<int>(kinds.embeddings.size()));
   nn::Var first = LinearLogits(ctx, kinds, /*use_dense=*/true, 1, "linear");
   nn::Var deep = DeepLogits(ctx, kinds, config, activation, 1, "dnn");
   return Finish(ctx, nn::Add(nn::Add(first, fm), deep), *head, labels, mode);

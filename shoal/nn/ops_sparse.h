@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "shoal/nn/autodiff.h"
 
 namespace shoal::nn {
@@ -40,5 +41,20 @@ absl::Status ValidateSparseIds(const SparseIds& ids, int64_t num_rows);
 
 // rows [U,D] -> [B,D]. `ids` is copied into the graph, so the caller may reuse it at once.
 Var EmbeddingPool(const Var& rows, const SparseIds& ids, Combiner combiner);
+
+// One pooled embedding of ConcatPooled: a table's rows [U,D], a feature's ids into them (copied
+// into the graph) and its combiner.
+struct PoolInput {
+  Var rows;
+  const SparseIds* ids = nullptr;
+  Combiner combiner = Combiner::kSum;
+};
+
+// Concat({dense..., EmbeddingPool(p.rows, *p.ids, p.combiner) for each pool}, 1) in one op: each
+// pool writes its band of the [B, sum of widths] output directly, and its backward reads its band
+// of the output's gradient, so no [B,D] tensor is made per pool and no band is copied twice (in
+// a wide & deep step, Concat's copies cost as much as the pooling). The same values and gradients
+// as the ops it spells out, bit for bit. `dense` may be empty; every input has B rows.
+Var ConcatPooled(const std::vector<Var>& dense, absl::Span<const PoolInput> pools);
 
 }  // namespace shoal::nn

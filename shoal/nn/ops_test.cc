@@ -300,6 +300,67 @@ TEST(OpsGradientTest, EmbeddingPoolEveryCombinerWithAndWithoutWeights) {
   }
 }
 
+TEST(OpsGradientTest, ConcatPooledEveryCombinerWithATableTwiceAndADenseInputTwice) {
+  Var dense = RandomParam({3, 5}, 15);
+  Var table = RandomParam({3, 4}, 16);
+  Var other = RandomParam({4, 2}, 17);
+  const SparseIds plain = ExampleIds(false), weighted = ExampleIds(true);
+  SparseIds one_each;  // one id per example: the copied-row case
+  one_each.row_index = {3, 0, 3};
+  one_each.offsets = {0, 1, 2, 3};
+  for (Combiner c : {Combiner::kSum, Combiner::kMean, Combiner::kSqrtN}) {
+    const std::vector<PoolInput> pools = {
+        {table, &plain, c}, {other, &one_each, c}, {table, &weighted, c}};
+    ExpectGradientsOk(
+        [&] {
+          return RandomProjection(ConcatPooled({dense, dense}, pools));
+        },
+        {dense, table, other});
+  }
+}
+
+TEST(OpsValueTest, ConcatPooledIsConcatOfEmbeddingPoolsBitForBit) {
+  Var dense = RandomParam({3, 5}, 18);
+  Var table = RandomParam({3, 16}, 19);
+  Var other = RandomParam({4, 3}, 20);
+  Var third = RandomParam({3, 16}, 21);
+  const SparseIds plain = ExampleIds(false), weighted = ExampleIds(true);
+  SparseIds one_each;
+  one_each.row_index = {3, 0, 3};
+  one_each.offsets = {0, 1, 2, 3};
+  // The last pool reads `table` again (propagated pool by pool) or a table of its own (example
+  // by example).
+  for (bool table_twice : {false, true}) {
+    const Var last = table_twice ? table : third;
+    const std::vector<PoolInput> pools = {{table, &plain, Combiner::kMean},
+                                          {other, &one_each, Combiner::kSum},
+                                          {last, &weighted, Combiner::kSqrtN}};
+    // The loss weighs every output element differently, so every gradient element counts.
+    const auto run = [&](bool fused) {
+      ZeroGrad({dense, table, other, third});
+      Var out = fused ? ConcatPooled({dense}, pools)
+                      : Concat({dense, EmbeddingPool(table, plain, Combiner::kMean),
+                                EmbeddingPool(other, one_each, Combiner::kSum),
+                                EmbeddingPool(last, weighted, Combiner::kSqrtN)},
+                               1);
+      Backward(RandomProjection(out));
+      return std::vector<Tensor>{out->value, dense->grad, table->grad, other->grad, third->grad};
+    };
+    const std::vector<Tensor> fused = run(true), spelled_out = run(false);
+    ASSERT_EQ(fused[0].shape(), (Shape{3, 5 + 16 + 3 + 16}));
+    for (size_t t = 0; t < fused.size(); ++t) {
+      ASSERT_EQ(fused[t].shape(), spelled_out[t].shape()) << t;
+      for (int64_t i = 0; i < fused[t].size(); ++i) {
+        EXPECT_EQ(fused[t][i], spelled_out[t][i])
+            << "table twice " << table_twice << ", tensor " << t << ", element " << i;
+      }
+    }
+    // Only pools, and one pool alone, are fine too.
+    EXPECT_EQ(ConcatPooled({}, pools)->value.shape(), (Shape{3, 16 + 3 + 16}));
+  }
+  EXPECT_EQ(ConcatPooled({}, {{other, &one_each, Combiner::kSum}})->value.dim(1), 3);
+}
+
 TEST(OpsGradientTest, CompositeGraph) {
   // A small two-layer network with shared use of the input, end to end.
   Var x = RandomParam({4, 3}, 15);
