@@ -21,9 +21,10 @@ absl::Status ValidateSparseIds(const SparseIds& ids, int64_t num_rows) {
   // vectorises (this runs for every pooled feature of every step), and looks for the first
   // offender only when there is one.
   const int64_t* offsets = ids.offsets.data();
-  bool ordered = true;
-  for (size_t b = 1; b < ids.offsets.size(); ++b) ordered &= offsets[b] >= offsets[b - 1];
-  for (size_t b = 1; !ordered && b < ids.offsets.size(); ++b) {
+  const size_t num_offsets = ids.offsets.size();
+  int64_t decreases = 0;  // an integer reduction: GCC does not vectorise one over bools
+  for (size_t b = 1; b < num_offsets; ++b) decreases |= offsets[b] < offsets[b - 1] ? 1 : 0;
+  for (size_t b = 1; decreases != 0 && b < num_offsets; ++b) {
     if (offsets[b] < offsets[b - 1]) {
       return absl::InvalidArgumentError(
           absl::StrCat("SparseIds: offsets decrease at example ", b - 1));
@@ -38,14 +39,15 @@ absl::Status ValidateSparseIds(const SparseIds& ids, int64_t num_rows) {
     return absl::InvalidArgumentError(absl::StrCat(
         "SparseIds: ", ids.weights.size(), " weights for ", ids.row_index.size(), " values"));
   }
+  // As unsigned, a negative index is at least 2^31, so the largest one checks both ends.
   const int32_t* rows = ids.row_index.data();
-  // As unsigned, a negative index is at least 2^31, so one comparison checks both ends.
+  const size_t num_values = ids.row_index.size();
   const auto limit = static_cast<uint32_t>(std::clamp<int64_t>(num_rows, 0, int64_t{1} << 31));
-  bool in_range = true;
-  for (size_t i = 0; i < ids.row_index.size(); ++i) {
-    in_range &= static_cast<uint32_t>(rows[i]) < limit;
+  uint32_t largest = 0;
+  for (size_t i = 0; i < num_values; ++i) {
+    largest = std::max(largest, static_cast<uint32_t>(rows[i]));
   }
-  for (size_t i = 0; !in_range && i < ids.row_index.size(); ++i) {
+  for (size_t i = 0; num_values > 0 && largest >= limit && i < num_values; ++i) {
     if (ids.row_index[i] < 0 || ids.row_index[i] >= num_rows) {
       return absl::InvalidArgumentError(absl::StrCat(
           "SparseIds: row_index[", i, "] = ", ids.row_index[i], " outside [0, ", num_rows, ")"));

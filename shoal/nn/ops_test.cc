@@ -194,6 +194,14 @@ TEST(OpsValueTest, ValidateSparseIdsNamesTheProblem) {
   ids = ExampleIds(true);
   ids.weights.pop_back();
   EXPECT_FALSE(ValidateSparseIds(ids, 3).ok());
+  // The scans run without early exits; the messages still name the first offender.
+  ids = ExampleIds(false);
+  ids.row_index[3] = -1;
+  EXPECT_EQ(ValidateSparseIds(ids, 3).message(), "SparseIds: row_index[3] = -1 outside [0, 3)");
+  ids.row_index[3] = 1;
+  ids.offsets = {0, 3, 2, 5};
+  EXPECT_EQ(ValidateSparseIds(ids, 3).message(), "SparseIds: offsets decrease at example 1");
+  EXPECT_TRUE(ValidateSparseIds(SparseIds{{}, {0}, {}}, 0).ok());  // no examples, no rows
 }
 
 TEST(OpsDeathTest, ShapeMismatchesAreBugs) {
