@@ -112,13 +112,20 @@ int AllReduceParameters::TableIndex(absl::string_view table) const {
   return -1;
 }
 
-absl::StatusOr<StepAgreement> AllReduceParameters::Agree(int64_t examples, bool want_stop) {
-  if (examples < 0) return absl::InvalidArgumentError("all_reduce: negative examples");
-  std::vector<double> sums = {static_cast<double>(examples), want_stop ? 1.0 : 0.0};
+absl::StatusOr<StepAgreement> AllReduceParameters::Agree(int64_t examples, bool want_stop,
+                                                         int64_t full_batch) {
+  if (examples < 0 || full_batch < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("all_reduce: negative examples (", examples,
+                                                   ") or full batch (", full_batch, ")"));
+  }
+  const int64_t full = examples > 0 ? std::max(examples, full_batch) : 0;
+  std::vector<double> sums = {static_cast<double>(examples), want_stop ? 1.0 : 0.0,
+                              static_cast<double>(full)};
   RETURN_IF_ERROR_CTX(ring_->AllReduceSum(absl::MakeSpan(sums)),
                       "all_reduce: agreeing on the step with the other trainers");
   my_examples_ = examples;
   step_examples_ = static_cast<int64_t>(sums[0]);
+  step_full_ = static_cast<int64_t>(sums[2]);
   looked_up_ = false;
   pushed_ = false;
   return StepAgreement{.examples = step_examples_, .stop = sums[1] > 0};
@@ -339,9 +346,11 @@ absl::Status AllReduceParameters::Exchange(absl::Span<const std::string> dense_n
     return absl::FailedPreconditionError("all_reduce: a push in a step without examples");
   }
   // This trainer's share of the step: its gradients are of the mean loss over its batch, the
-  // update is of the mean over everybody's.
+  // update is of the mean over everybody's -- over a full step's examples when the step is
+  // short (Agree).
   const float weight =
-      static_cast<float>(static_cast<double>(my_examples_) / static_cast<double>(step_examples_));
+      static_cast<float>(static_cast<double>(my_examples_) /
+                         static_cast<double>(std::max(step_examples_, step_full_)));
 
   // Dense: every variable of the spec, in spec order, in one buffer (zeros for those this trainer
   // has no gradient for).

@@ -11,13 +11,14 @@
 //     trainer's rows.
 //   - PushMany sums every trainer's dense gradients with an all-reduce and gathers every
 //     trainer's sparse gradients (ids and rows), each weighted by its share of the step's
-//     examples, merges the rows of equal ids in rank order, and applies the result to the
-//     replica. Every trainer applies bit-identical updates, so the replicas stay identical.
+//     examples (of a full step's, when the step is short: Agree), merges the rows of equal ids in
+//     rank order, and applies the result to the replica. Every trainer applies bit-identical
+//     updates, so the replicas stay identical.
 //   - Everything else (pulls, kInference lookups, saves, restores, stats) is the replica's own.
 //
 // Lockstep. The trainers call the collectives in the same order, once per step:
 //
-//   ASSIGN_OR_RETURN(StepAgreement a, params.Agree(my_examples, want_stop));  // every step
+//   ASSIGN_OR_RETURN(StepAgreement a, params.Agree(my_examples, want_stop, full));  // each step
 //   if (a.examples == 0 || a.stop) ...                 // every trainer leaves the loop here
 //   ... my batch: Prepare (LookupMany) -> model_fn -> backward -> PushMany ...
 //   RETURN_IF_ERROR(params.FinishStep(step));          // the collectives this trainer skipped
@@ -87,9 +88,15 @@ class AllReduceParameters final : public ParameterService {
   // hybrid: the trainer rank that sends row `id`'s merged update to the parameter servers.
   static int RowOwner(uint64_t id, int trainers);
 
-  // The start of every step, on every trainer: this trainer's examples (0 without a batch) and
-  // whether it wants to stop; returns the sums. Resets the step's bookkeeping.
-  [[nodiscard]] absl::StatusOr<StepAgreement> Agree(int64_t examples, bool want_stop);
+  // The start of every step, on every trainer: this trainer's examples (0 without a batch),
+  // whether it wants to stop, and the examples of its full batch (BatchSource::batch_size; 0:
+  // as many as it has); returns the sums. Resets the step's bookkeeping. A push then weighs this
+  // trainer's gradients (of the mean loss over its batch) by its examples over the larger of the
+  // step's examples and the full batches of the trainers with a batch: a step of full batches is
+  // the mean over all of them, and a short step weighs its examples, not a full step's
+  // (BatchWeight, estimator.h).
+  [[nodiscard]] absl::StatusOr<StepAgreement> Agree(int64_t examples, bool want_stop,
+                                                    int64_t full_batch = 0);
   // The end of step `step` (>= 1) on every trainer: the lookup and push this trainer did not make
   // (no batch, or nothing to push), made empty; then the periodic replica check.
   [[nodiscard]] absl::Status FinishStep(int64_t step);
@@ -163,6 +170,7 @@ class AllReduceParameters final : public ParameterService {
   // This step: this trainer's and every trainer's examples, and which collectives were made.
   int64_t my_examples_ = 0;
   int64_t step_examples_ = 0;
+  int64_t step_full_ = 0;  // the full batches of the step's trainers with a batch
   bool looked_up_ = false;
   bool pushed_ = false;
 };

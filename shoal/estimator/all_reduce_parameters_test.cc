@@ -1,6 +1,7 @@
 // AllReduceParameters over real rings of threads (InMemoryRendezvousStore) and real in-process
 // replicas: the replicas stay bit-identical, and equal one parameter server given the
-// example-weighted mean of the trainers' gradients; a trainer without a batch takes part; the
+// example-weighted mean of the trainers' gradients (over a full step's examples when a batch is
+// short); a trainer without a batch takes part; the
 // replica check finds a replica changed behind the ring's back. The same under run.strategy hybrid,
 // where two parameter-server shards hold the tables and a copy of the dense variables that stays
 // bit-identical to the replicas.
@@ -78,6 +79,7 @@ std::vector<std::string> DenseNames(const ModelSpec& spec) {
 // with repeats) and gradients.
 struct Batch {
   int64_t examples = 0;
+  int64_t full = 0;           // the examples of the rank's full batch
   std::vector<uint64_t> ids;  // looked up (repeats allowed)
   std::vector<uint64_t> unique;
   std::map<std::string, std::vector<float>> table_grads;  // per table, unique.size() x dim
@@ -86,7 +88,9 @@ struct Batch {
 
 Batch BatchOf(const ModelSpec& spec, int r, int64_t step) {
   Batch b;
-  b.examples = (r == 2 && step % 2 == 1) ? 0 : 2 + r;  // rank 2 has no batch on odd steps
+  b.full = 2 + r;
+  b.examples = (r == 2 && step % 2 == 1) ? 0 : b.full;  // rank 2 has no batch on odd steps
+  if (r == 1 && step == 4) b.examples = 1;              // a short batch: a short step
   if (b.examples == 0) return b;
   b.ids = SomeIds(30, static_cast<uint64_t>(r + step));
   b.ids.push_back(b.ids[3]);
@@ -105,7 +109,7 @@ Batch BatchOf(const ModelSpec& spec, int r, int64_t step) {
 // One step of rank r through its AllReduceParameters; `rows` receives its looked-up rows.
 absl::Status TrainStep(AllReduceParameters& p, const ModelSpec& spec, const Batch& b, int64_t step,
                        std::map<std::string, std::vector<float>>* rows) {
-  ASSIGN_OR_RETURN(const StepAgreement agreed, p.Agree(b.examples, false));
+  ASSIGN_OR_RETURN(const StepAgreement agreed, p.Agree(b.examples, false, b.full));
   if (agreed.examples == 0) return absl::InternalError("nobody had a batch");
   if (b.examples > 0) {
     std::vector<TableLookup> lookups;
@@ -198,11 +202,14 @@ TEST_P(RingTest, ReplicasStayIdenticalAndEqualOneServerGivenTheWeightedMean) {
 
   for (int64_t step = 1; step <= kSteps; ++step) {
     std::vector<Batch> batches;
-    int64_t total = 0;
+    int64_t total = 0, full = 0;  // the step's examples, and those of its ranks' full batches
     for (int r = 0; r < kRanks; ++r) {
       batches.push_back(BatchOf(spec_, r, step));
       total += batches.back().examples;
+      if (batches.back().examples > 0) full += batches.back().full;
     }
+    // Step 4 is short (rank 1 has 1 of its 3 examples): it weighs 7 of a full step's 9.
+    if (step == 4) ASSERT_EQ(std::make_pair(total, full), std::make_pair(int64_t{7}, int64_t{9}));
     std::vector<std::map<std::string, std::vector<float>>> rows(kRanks);
     for (const absl::Status& s : ring.OnEveryRank(
              [&](int r) { return TrainStep(ring.params(r), spec_, batches[r], step, &rows[r]); })) {
@@ -237,7 +244,7 @@ TEST_P(RingTest, ReplicasStayIdenticalAndEqualOneServerGivenTheWeightedMean) {
     for (int r = 0; r < kRanks; ++r) {
       const Batch& b = batches[r];
       if (b.examples == 0) continue;
-      const float w = static_cast<float>(static_cast<double>(b.examples) / total);
+      const float w = static_cast<float>(static_cast<double>(b.examples) / std::max(total, full));
       for (size_t i = 0; i < dense.size(); ++i) {
         for (int64_t j = 0; j < dense[i].size(); ++j) {
           dense[i].data()[j] += b.dense_grads[i].data()[j] * w;

@@ -81,6 +81,9 @@ class BatchSource {
   virtual PipelineStats Stats() const { return {}; }
   // Complete passes over the input so far; -1 when unknown.
   virtual int64_t epochs_completed() const { return -1; }
+  // The examples of a full batch (the input's batch_size), which BatchWeight weighs batches
+  // against; 0: every batch is a full step (a session's fed batches).
+  virtual int64_t batch_size() const { return 0; }
   // Values that missed their vocabulary so far, per column (FeatureSet::VocabularyMisses).
   virtual std::vector<ColumnMisses> VocabularyMisses() const { return {}; }
 
@@ -92,6 +95,24 @@ class BatchSource {
   [[nodiscard]] virtual absl::StatusOr<bool> Resume() { return false; }
   [[nodiscard]] virtual absl::Status Flush() { return absl::OkStatus(); }
 };
+
+// BatchWeight: how much a training batch weighs in its update.
+//
+// A model's loss is the mean over its batch, so unweighted, a batch of 1 example would move the
+// model as far as a full batch of 256; under adaptive optimizers (Adagrad, FTRL, Adam) its larger
+// per-coordinate gradients make that step one of the job's largest. Short batches are common: the
+// end of every epoch of a file input, and of every trainer's input in a cluster. A job of a few
+// hundred steps ending on such a batch ended badly calibrated. So a trainer scales the gradients
+// of a batch of n examples by n / full, where full is the input's batch size
+// (BatchSource::batch_size): every example weighs the same in the model, whichever batch it falls
+// in, as with TF's tf.nn.compute_average_loss(..., global_batch_size). A full batch weighs exactly
+// 1 (training on full batches is unchanged, bit for bit), and the loss reported is still the
+// batch's mean. An input without a batch size (0: a session's fed batches, each a step the
+// program defines) is not weighed.
+inline float BatchWeight(int64_t examples, int64_t full_batch) {
+  if (full_batch <= 0 || examples >= full_batch) return 1.0f;
+  return static_cast<float>(static_cast<double>(examples) / static_cast<double>(full_batch));
+}
 
 // Vocabulary misses as JSON, for summary.json and eval/metrics.json: {column: {"values", "misses",
 // "rate", "examples"}}.
@@ -264,13 +285,14 @@ class Estimator {
   }
   // The body of every training step (the single loop, the extra training threads, lockstep):
   // on a prepared step of `ctx` (its lookups made), runs the model_fn, validates its spec,
-  // back-propagates and pushes the gradients as update `step` (under the push gate, where
-  // `after_push` runs too). `before_model` runs first (the pipelined pull starts there). With
+  // back-propagates (the gradients scaled by the batch's `weight`: BatchWeight) and pushes them
+  // as update `step` (under the push gate, where `after_push` runs too). `before_model` runs
+  // first (the pipelined pull starts there). With
   // `check_loss`, a NaN or infinite loss fails the step before anything is pushed. Returns the
   // loss. The caller ends the step (ctx.EndStep()), also after an error.
   absl::StatusOr<float> RunTrainStep(ModelContext& ctx, const FeatureBatch& batch,
-                                     PreparedStep& prepared, int64_t step, bool check_loss,
-                                     const std::function<void()>& before_model,
+                                     PreparedStep& prepared, int64_t step, float weight,
+                                     bool check_loss, const std::function<void()>& before_model,
                                      const std::function<void()>& after_push);
   // Train's step loop under run.strategy parameter_server (estimator_train.cc): this trainer (and
   // its training threads, run.train_threads) takes steps at its own pace, pushing to and pulling

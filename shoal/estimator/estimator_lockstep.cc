@@ -26,6 +26,9 @@ absl::Status Estimator::TrainLockstep(BatchSource& source,
   FeatureBatch batch;
   PreparedStep prepared;
   bool input_ended = false;  // this trainer's Next said OUT_OF_RANGE
+  // The ring weighs each trainer's batch in the step's update (Agree, against the full batches):
+  // its own gradients are pushed unscaled.
+  const int64_t full_batch = source.batch_size();
   // Every way out of the loop is taken by every trainer at the same step: the replicas are
   // compared there a last time.
   const auto finish = [&](std::string reason) -> absl::Status {
@@ -49,7 +52,7 @@ absl::Status Estimator::TrainLockstep(BatchSource& source,
       }
     }
     ASSIGN_OR_RETURN(StepAgreement agreed,
-                     ring.Agree(have ? batch.batch_size : 0, context.stop_requested),
+                     ring.Agree(have ? batch.batch_size : 0, context.stop_requested, full_batch),
                      "training step ", step);
     if (agreed.stop) {
       return finish(context.stop_requested ? context.stop_reason : "another trainer stopped");
@@ -70,7 +73,7 @@ absl::Status Estimator::TrainLockstep(BatchSource& source,
     absl::Status status = [&]() -> absl::Status {
       if (have) {
         RETURN_IF_ERROR(ctx.Prepare(batch, Mode::kTrain, global_step_, StepClient(), &prepared));
-        ASSIGN_OR_RETURN(context.loss, RunTrainStep(ctx, batch, prepared, step,
+        ASSIGN_OR_RETURN(context.loss, RunTrainStep(ctx, batch, prepared, step, /*weight=*/1.0f,
                                                     /*check_loss=*/false, nullptr, nullptr));
       }
       return ring.FinishStep(step);

@@ -343,6 +343,85 @@ TEST_F(EstimatorTest, SyncTrainingWithOneReplicaEqualsAsyncExactly) {
               CheckpointBits(fs, JoinPath(dir_, "sync")));
 }
 
+// A short batch weighs its examples in the update, not a full batch's (BatchWeight): with plain
+// gradient descent, a step on 2 examples of an input whose batches are 8 moves every parameter a
+// quarter as far as a full batch of the same 2 examples repeated 4 times (the same mean gradient)
+// does. An input that declares no batch size (a session's feed) trains each batch as a full step.
+TEST_F(EstimatorTest, AShortBatchWeighsItsExamplesInTheUpdate) {
+  const FeatureLayout layout = Layout();
+  const FeatureBatch full = ToBatch(train_, 0, 8, layout);
+  const FeatureBatch two = ToBatch(train_, 8, 10, layout);
+  std::vector<Example> repeated;
+  for (int k = 0; k < 4; ++k) repeated.insert(repeated.end(), {train_[8], train_[9]});
+  const FeatureBatch two_as_full = ToBatch(repeated, 0, 8, layout);
+  const auto train = [&](const std::string& name, std::vector<FeatureBatch> batches,
+                         int64_t declared) {
+    EstimatorConfig config = Config("wide_deep", JoinPath(dir_, name));
+    config.optimizer = OptimizerOptions{.name = "sgd", .learning_rate = 0.5f};
+    config.wide_optimizer = OptimizerOptions{.name = "sgd", .learning_rate = 0.5f};
+    absl::StatusOr<std::unique_ptr<Estimator>> estimator = Estimator::Create(fs_, config);
+    ASSERT_TRUE(estimator.ok()) << estimator.status();
+    absl::StatusOr<TrainResult> trained =
+        (*estimator)
+            ->Train(
+                [batches, declared]() -> absl::StatusOr<std::unique_ptr<BatchSource>> {
+                  return std::make_unique<VectorSource>(batches, 1, declared);
+                },
+                {});
+    ASSERT_TRUE(trained.ok()) << trained.status();
+    EXPECT_EQ(trained->steps, static_cast<int64_t>(batches.size()));
+  };
+  FileSystem& fs = **fs_.For(dir_);
+  const auto values = [&](const std::string& name) {
+    std::map<std::string, std::vector<float>> out;
+    for (const auto& [entry, bits] : CheckpointBits(fs, JoinPath(dir_, name))) {
+      for (uint32_t b : bits) out[entry].push_back(absl::bit_cast<float>(b));
+    }
+    return out;
+  };
+  // `weighed` moved each parameter of `start` `ratio` times as far as `full_step` did; returns
+  // how many moved.
+  const auto expect_ratio = [&](float ratio, const std::string& start_name,
+                                const std::string& weighed_name, const std::string& full_name) {
+    const auto start = values(start_name);
+    const auto weighed = values(weighed_name);
+    const auto full_step = values(full_name);
+    int moved = 0;
+    for (const auto& [entry, before] : start) {
+      if (!weighed.contains(entry) || !full_step.contains(entry)) {
+        ADD_FAILURE() << weighed_name << " or " << full_name << " lacks " << entry;
+        continue;
+      }
+      const std::vector<float>& a = weighed.at(entry);
+      const std::vector<float>& b = full_step.at(entry);
+      if (a.size() != before.size() || b.size() != before.size()) {
+        ADD_FAILURE() << entry << " changed size";
+        continue;
+      }
+      for (size_t i = 0; i < before.size(); ++i) {
+        const float step = b[i] - before[i];
+        EXPECT_NEAR(a[i] - before[i], ratio * step, 1e-6f + 1e-4f * std::abs(step))
+            << weighed_name << " " << entry << "[" << i << "]";
+        if (std::abs(step) > 1e-4f) ++moved;
+      }
+    }
+    return moved;
+  };
+  train("full", {full}, 8);
+  train("full_then_two", {full, two}, 8);
+  train("full_then_repeated", {full, two_as_full}, 8);
+  // The dense layers, the embedding rows and the wide weights all moved.
+  EXPECT_GT(expect_ratio(0.25f, "full", "full_then_two", "full_then_repeated"), 100);
+  train("full_then_two_fed", {full, two}, 0);
+  EXPECT_GT(expect_ratio(1.0f, "full", "full_then_two_fed", "full_then_repeated"), 100);
+  // A short first batch (the untrained model has no table rows yet: the dense variables are
+  // compared).
+  train("untrained", {}, 8);
+  train("two", {two}, 8);
+  train("repeated", {two_as_full}, 8);
+  EXPECT_GT(expect_ratio(0.25f, "untrained", "two", "repeated"), 50);
+}
+
 // Pipelined pulls (the next batch read and pulled while a step computes) train every batch once,
 // stop exactly at max_steps and at the end of the input, and learn as well as plain steps do;
 // only the order of reads and updates differs, so the results are close, not equal.

@@ -86,11 +86,12 @@ inline FeatureBatch ToBatch(const std::vector<Example>& examples, size_t begin, 
   return batch;
 }
 
-// Batches of a fixed list, `epochs` times (0 = forever).
+// Batches of a fixed list, `epochs` times (0 = forever); `batch_size` is the full batch it
+// declares (0: none, BatchSource::batch_size).
 class VectorSource final : public BatchSource {
  public:
-  VectorSource(std::vector<FeatureBatch> batches, int64_t epochs)
-      : batches_(std::move(batches)), epochs_(epochs) {}
+  VectorSource(std::vector<FeatureBatch> batches, int64_t epochs, int64_t batch_size = 0)
+      : batches_(std::move(batches)), epochs_(epochs), batch_size_(batch_size) {}
   absl::Status Next(FeatureBatch* batch) override {
     if (next_ == batches_.size()) {
       ++done_epochs_;
@@ -101,10 +102,12 @@ class VectorSource final : public BatchSource {
     return absl::OkStatus();
   }
   int64_t epochs_completed() const override { return done_epochs_; }
+  int64_t batch_size() const override { return batch_size_; }
 
  private:
   std::vector<FeatureBatch> batches_;
   int64_t epochs_;
+  int64_t batch_size_;
   size_t next_ = 0;
   int64_t done_epochs_ = 0;
 };

@@ -50,6 +50,10 @@ class LockedBatchSource final : public BatchSource {
     MutexLock lock(&mu_);
     return source_->epochs_completed();
   }
+  int64_t batch_size() const override {
+    MutexLock lock(&mu_);
+    return source_->batch_size();
+  }
   std::vector<ColumnMisses> VocabularyMisses() const override {
     MutexLock lock(&mu_);
     return source_->VocabularyMisses();
@@ -288,6 +292,7 @@ absl::Status Estimator::TrainOnServers(BatchSource& source,
   const bool pipeline = PipelinePull();
   PreparedStep prepared;
   Lookahead ahead(source, ctx, client_.get());
+  const int64_t full_batch = source.batch_size();
   if (pipeline) LOG(INFO) << "Pipelined pulls: the next batch is pulled while a step computes";
   // Sync mode: the global step the role last heard of (-1: none yet; the chief reports the
   // versions in between).
@@ -354,15 +359,17 @@ absl::Status Estimator::TrainOnServers(BatchSource& source,
     failure = [&]() -> absl::Status {
       RETURN_IF_ERROR(prepare);
       ctx.WantHistograms(histograms);
-      ASSIGN_OR_RETURN(context.loss, RunTrainStep(
-                                         ctx, batch, prepared, step, /*check_loss=*/false,
-                                         [&] {
-                                           if (pipeline && (last_step == 0 || step < last_step))
-                                             ahead.Start(global_step_);
-                                         },
-                                         [&] {
-                                           if (threads > 1) shared.Completed(batch.batch_size);
-                                         }));
+      ASSIGN_OR_RETURN(context.loss,
+                       RunTrainStep(
+                           ctx, batch, prepared, step, BatchWeight(batch.batch_size, full_batch),
+                           /*check_loss=*/false,
+                           [&] {
+                             if (pipeline && (last_step == 0 || step < last_step))
+                               ahead.Start(global_step_);
+                           },
+                           [&] {
+                             if (threads > 1) shared.Completed(batch.batch_size);
+                           }));
       if (sync()) RETURN_IF_ERROR_CTX(client_->CommitStep(step), "committing the step");
       if (histograms) histogram_values = ctx.TakeHistograms();
       return absl::OkStatus();
@@ -437,6 +444,7 @@ void Estimator::TrainOnThread(int index, BatchSource& source, TrainThreads& shar
   ModelContext& ctx = *context;
   FeatureBatch batch;
   PreparedStep prepared;
+  const int64_t full_batch = source.batch_size();
   while (!shared.stop) {
     const int64_t step = shared.claimed.fetch_add(1) + 1;
     if (last_step > 0 && step > last_step) return;
@@ -446,8 +454,8 @@ void Estimator::TrainOnThread(int index, BatchSource& source, TrainThreads& shar
       RETURN_IF_ERROR(next);
       RETURN_IF_ERROR(ctx.Prepare(batch, Mode::kTrain, step, client_.get(), &prepared));
       // NanLossHook's check, for the steps the hooks do not see.
-      return RunTrainStep(ctx, batch, prepared, step, /*check_loss=*/true, nullptr,
-                          [&] { shared.Completed(batch.batch_size); })
+      return RunTrainStep(ctx, batch, prepared, step, BatchWeight(batch.batch_size, full_batch),
+                          /*check_loss=*/true, nullptr, [&] { shared.Completed(batch.batch_size); })
           .status();
     }();
     ctx.EndStep();
@@ -459,7 +467,8 @@ void Estimator::TrainOnThread(int index, BatchSource& source, TrainThreads& shar
 }
 
 absl::StatusOr<float> Estimator::RunTrainStep(ModelContext& ctx, const FeatureBatch& batch,
-                                              PreparedStep& prepared, int64_t step, bool check_loss,
+                                              PreparedStep& prepared, int64_t step, float weight,
+                                              bool check_loss,
                                               const std::function<void()>& before_model,
                                               const std::function<void()>& after_push) {
   const StepRunner runner(config_.model_fn, config_.params);
@@ -471,7 +480,7 @@ absl::StatusOr<float> Estimator::RunTrainStep(ModelContext& ctx, const FeatureBa
         "the loss is ", loss,
         " (NaN loss during training): lower the learning rate or check the input for bad values"));
   }
-  RETURN_IF_ERROR(StepRunner::Apply(ctx, spec, step, &saver_->push_gate(), after_push));
+  RETURN_IF_ERROR(StepRunner::Apply(ctx, spec, step, weight, &saver_->push_gate(), after_push));
   return loss;
 }
 

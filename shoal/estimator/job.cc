@@ -20,10 +20,11 @@ namespace {
 class FeatureInputSource final : public BatchSource {
  public:
   using Reopen = std::function<absl::StatusOr<std::unique_ptr<FeatureInput>>()>;
-  FeatureInputSource(std::unique_ptr<FeatureInput> input, int64_t num_epochs,
+  FeatureInputSource(std::unique_ptr<FeatureInput> input, int64_t num_epochs, int64_t batch_size,
                      std::shared_ptr<LeasedTaskSource> leased, Reopen reopen)
       : input_(std::move(input)),
         num_epochs_(num_epochs),
+        batch_size_(batch_size),
         leased_(std::move(leased)),
         reopen_(std::move(reopen)) {}
 
@@ -50,6 +51,7 @@ class FeatureInputSource final : public BatchSource {
   int64_t epochs_completed() const override {
     return exhausted_ && leased_ == nullptr ? num_epochs_ : -1;
   }
+  int64_t batch_size() const override { return batch_size_; }
   void BatchTrained(const FeatureBatch& batch) override {
     if (leased_ != nullptr) leased_->Trained(batch.origins);
   }
@@ -73,6 +75,7 @@ class FeatureInputSource final : public BatchSource {
   std::unique_ptr<FeatureInput> input_;
   std::vector<ColumnMisses> earlier_misses_;
   int64_t num_epochs_;
+  int64_t batch_size_;
   std::shared_ptr<LeasedTaskSource> leased_;
   Reopen reopen_;
   bool exhausted_ = false;
@@ -196,8 +199,8 @@ InputFn InputFromConfig(FileSystems& fs, const FeatureColumns& columns, const In
     ASSIGN_OR_RETURN(std::unique_ptr<FeatureInput> reader, reopen());
     const int64_t epochs =
         options.num_epochs_override >= 0 ? options.num_epochs_override : input.num_epochs;
-    return std::make_unique<FeatureInputSource>(std::move(reader), epochs, options.leased,
-                                                std::move(reopen));
+    return std::make_unique<FeatureInputSource>(
+        std::move(reader), epochs, input.pipeline.batch_size, options.leased, std::move(reopen));
   };
 }
 

@@ -33,8 +33,9 @@ absl::StatusOr<EstimatorSpec> StepRunner::RunPrepared(
 }
 
 absl::Status StepRunner::Apply(ModelContext& ctx, const EstimatorSpec& spec, int64_t step,
-                               Mutex* push_gate, const std::function<void()>& after_push) {
-  nn::Backward(spec.loss);
+                               float weight, Mutex* push_gate,
+                               const std::function<void()>& after_push) {
+  nn::Backward(spec.loss, weight);
   const auto push = [&]() -> absl::Status {
     RETURN_IF_ERROR(ctx.PushGradients(step));
     if (after_push) after_push();

@@ -5,7 +5,7 @@
 //   ASSIGN_OR_RETURN(EstimatorSpec spec, runner.Run(ctx, batch, Mode::kEval, step, client));
 //   // train: lookups prepared ahead (ctx.Prepare), then
 //   ASSIGN_OR_RETURN(EstimatorSpec spec, runner.RunPrepared(ctx, batch, prepared, client));
-//   RETURN_IF_ERROR(runner.Apply(ctx, spec, step, &gate));  // backward, then push the gradients
+//   RETURN_IF_ERROR(runner.Apply(ctx, spec, step, weight, &gate));  // backward, then push
 //
 // The step stays open in `ctx` (its predictions and tensors valid) until the caller ends it with
 // ctx.EndStep(), also after an error. Estimator::Train (its loop, the training threads and
@@ -39,12 +39,13 @@ class StepRunner {
   [[nodiscard]] absl::StatusOr<EstimatorSpec> RunPrepared(
       ModelContext& ctx, const FeatureBatch& batch, PreparedStep& prepared, ParameterClient* client,
       const std::function<void()>& before_model = nullptr) const;
-  // Back-propagates the training loss of `spec`, then pushes the gradients as update `step`,
-  // holding `push_gate` (may be null) shared meanwhile: a checkpoint that takes it exclusively
-  // waits for pushes under way and holds new ones back. `after_push` (may be empty) runs after a
-  // successful push, still inside the gate.
+  // Back-propagates the training loss of `spec`, its gradients scaled by `weight` (the batch's
+  // weight in its update: BatchWeight), then pushes them as update `step`, holding `push_gate`
+  // (may be null) shared meanwhile: a checkpoint that takes it exclusively waits for pushes under
+  // way and holds new ones back. `after_push` (may be empty) runs after a successful push, still
+  // inside the gate.
   [[nodiscard]] static absl::Status Apply(ModelContext& ctx, const EstimatorSpec& spec,
-                                          int64_t step, Mutex* push_gate,
+                                          int64_t step, float weight, Mutex* push_gate,
                                           const std::function<void()>& after_push = nullptr);
 
  private:

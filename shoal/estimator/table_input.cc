@@ -31,6 +31,7 @@ class TableSource final : public BatchSource {
   std::vector<ColumnMisses> VocabularyMisses() const override {
     return features_.VocabularyMisses();
   }
+  int64_t batch_size() const override { return options_.batch_size; }
 
   absl::Status Next(FeatureBatch* batch) override {
     const int64_t rows = table_->num_rows();

@@ -52,7 +52,7 @@ void AccumulateGrad(Node& node, Tensor delta) {
   }
 }
 
-void Backward(const Var& loss) {
+void Backward(const Var& loss, float seed) {
   CHECK(loss != nullptr);
   CHECK_EQ(loss->value.size(), 1) << "Backward needs a one-element loss, got shape "
                                   << ShapeToString(loss->value.shape());
@@ -80,7 +80,7 @@ void Backward(const Var& loss) {
   for (Node* node : order) {
     if (!node->is_leaf()) node->grad = Tensor();
   }
-  AccumulateGrad(*loss, Tensor(loss->value.shape(), 1.0f));
+  AccumulateGrad(*loss, Tensor(loss->value.shape(), seed));
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = *it;
     if (node->is_leaf() || !node->grad.SameShape(node->value)) continue;

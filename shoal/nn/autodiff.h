@@ -41,10 +41,11 @@ struct Node {
 // A leaf: a constant input (requires_grad = false) or a parameter (true).
 Var Leaf(Tensor value, bool requires_grad = false);
 
-// Back-propagates from `loss`, which must hold exactly one element; its gradient is seeded with 1.
-// Visits only nodes that require a gradient, in reverse topological order. Gradients of leaves
-// accumulate across calls; gradients of op nodes are recomputed from scratch by each call.
-void Backward(const Var& loss);
+// Back-propagates from `loss`, which must hold exactly one element; its gradient is seeded with
+// `seed` (every gradient is then `seed` times the loss's). Visits only nodes that require a
+// gradient, in reverse topological order. Gradients of leaves accumulate across calls; gradients
+// of op nodes are recomputed from scratch by each call.
+void Backward(const Var& loss, float seed = 1.0f);
 
 // Clears (sets to zero, keeping the buffer) the gradients of `vars`.
 void ZeroGrad(absl::Span<const Var> vars);
