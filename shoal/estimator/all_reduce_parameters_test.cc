@@ -209,7 +209,9 @@ TEST_P(RingTest, ReplicasStayIdenticalAndEqualOneServerGivenTheWeightedMean) {
       if (batches.back().examples > 0) full += batches.back().full;
     }
     // Step 4 is short (rank 1 has 1 of its 3 examples): it weighs 7 of a full step's 9.
-    if (step == 4) ASSERT_EQ(std::make_pair(total, full), std::make_pair(int64_t{7}, int64_t{9}));
+    if (step == 4) {
+      ASSERT_EQ(std::make_pair(total, full), std::make_pair(int64_t{7}, int64_t{9}));
+    }
     std::vector<std::map<std::string, std::vector<float>>> rows(kRanks);
     for (const absl::Status& s : ring.OnEveryRank(
              [&](int r) { return TrainStep(ring.params(r), spec_, batches[r], step, &rows[r]); })) {
