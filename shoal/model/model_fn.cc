@@ -399,23 +399,53 @@ nn::Var ModelContext::EmbeddingsConcat(absl::Span<const std::string> features,
   return nn::ConcatPooled(dense, pools);
 }
 
-nn::Var ModelContext::Linear(absl::string_view feature, int64_t units, absl::string_view group) {
+bool ModelContext::BindLinear(absl::string_view feature, int64_t units, absl::string_view group,
+                              nn::PoolInput* pool) {
   absl::StatusOr<int> index = FindFeature(feature);
   if (!index.ok()) {
     Fail(index.status());
-    return Placeholder(Shape{batch_size_, units});
+    return false;
   }
   if (units < 1) {
     Fail(absl::InvalidArgumentError(absl::StrCat("Linear('", feature, "'): units must be >= 1")));
-    return Placeholder(Shape{batch_size_, 1});
+    return false;
   }
-  if (!status_.ok() || !KnownGroup(group)) return Placeholder(Shape{batch_size_, units});
+  if (!status_.ok() || !KnownGroup(group)) return false;
   const SparseFeature& spec = layout_.sparse[*index];
   nn::Var rows = TableRows(spec.table, units, group);
-  if (recording_ || !status_.ok()) return Placeholder(Shape{batch_size_, units});
+  if (recording_ || !status_.ok()) return false;
   // Linear terms sum the weights of an example's ids (with their weights), whatever the
   // feature's pooling for embeddings: TF's linear model does the same.
-  return nn::EmbeddingPool(rows, prepared_.sparse.features()[*index].ids, nn::Combiner::kSum);
+  *pool =
+      nn::PoolInput{std::move(rows), &prepared_.sparse.features()[*index].ids, nn::Combiner::kSum};
+  return true;
+}
+
+nn::Var ModelContext::Linear(absl::string_view feature, int64_t units, absl::string_view group) {
+  nn::PoolInput pool;
+  if (!BindLinear(feature, units, group, &pool)) {
+    return Placeholder(Shape{batch_size_, std::max<int64_t>(units, 1)});
+  }
+  return nn::EmbeddingPool(pool.rows, *pool.ids, pool.combiner);
+}
+
+nn::Var ModelContext::LinearSum(const nn::Var& start, absl::Span<const std::string> features,
+                                int64_t units, absl::string_view group) {
+  std::vector<nn::PoolInput> pools(features.size());
+  bool bound = true;
+  for (size_t i = 0; i < features.size(); ++i) {
+    // Every feature is bound, even after a failure: recording registers each one's table.
+    bound = BindLinear(features[i], units, group, &pools[i]) && bound;
+  }
+  if (!bound) return Placeholder(Shape{batch_size_, std::max<int64_t>(units, 1)});
+  if (start == nullptr || start->value.shape() != Shape{batch_size_, units}) {
+    Fail(absl::InvalidArgumentError(
+        absl::StrCat("LinearSum: start must be [", batch_size_, ", ", units, "], got ",
+                     start == nullptr ? "none" : ShapeToString(start->value.shape()))));
+    return Placeholder(Shape{batch_size_, units});
+  }
+  if (pools.empty()) return start;
+  return nn::AddPooled(start, pools);
 }
 
 absl::Status ModelContext::PushGradients(int64_t step) {

@@ -138,6 +138,11 @@ class ModelContext {
   // sum of per-id weight rows of width `units` from its table: [B, units]. Tables shared by
   // several features are one weight table.
   nn::Var Linear(absl::string_view feature, int64_t units, absl::string_view group = "wide");
+  // start [B, units] plus the linear term of each of `features`, added in that order: what
+  // Add(...Add(start, Linear(f1, units, group))..., Linear(fn, units, group)) gives, bit for bit,
+  // in one op (nn::AddPooled) without a [B, units] tensor per feature.
+  nn::Var LinearSum(const nn::Var& start, absl::Span<const std::string> features, int64_t units,
+                    absl::string_view group = "wide");
   // A dense parameter. `shape` and `group` must agree on every call with the same name.
   nn::Var Variable(absl::string_view name, const Shape& shape, const DenseInitializer& init,
                    absl::string_view group = "deep");
@@ -202,6 +207,10 @@ class ModelContext {
   // output either way.
   bool BindEmbedding(absl::string_view feature, absl::string_view group, nn::PoolInput* pool,
                      int64_t* dim);
+  // Linear's checks and table for `feature`, with the sum combiner; as BindEmbedding, false
+  // when recording or on an error.
+  bool BindLinear(absl::string_view feature, int64_t units, absl::string_view group,
+                  nn::PoolInput* pool);
   bool KnownGroup(absl::string_view group);
 
   FeatureLayout layout_;

@@ -96,7 +96,7 @@ nn::Var LinearLogits(ModelContext& ctx, const FeatureKinds& kinds, bool use_dens
   nn::Var logits = ctx.Variable(scope + "/bias", Shape{units}, Zeros(), "wide");
   // [B, units] from a broadcast of the bias: start from zeros and add.
   nn::Var sum = nn::BiasAdd(nn::Leaf(Tensor(Shape{ctx.batch_size(), units})), logits);
-  for (const std::string& name : kinds.wide) sum = nn::Add(sum, ctx.Linear(name, units, "wide"));
+  sum = ctx.LinearSum(sum, kinds.wide, units, "wide");
   if (use_dense && ctx.layout().dense_width() > 0) {
     nn::Var kernel = ctx.Variable(scope + "/dense_kernel", Shape{ctx.layout().dense_width(), units},
                                   Zeros(), "wide");

@@ -252,4 +252,83 @@ Var ConcatPooled(const std::vector<Var>& dense, absl::Span<const PoolInput> pool
       });
 }
 
+Var AddPooled(const Var& start, absl::Span<const PoolInput> pools) {
+  CHECK_EQ(start->value.rank(), 2)
+      << "AddPooled: start must be [B,D], got " << ShapeToString(start->value.shape());
+  const int64_t batch = start->value.dim(0);
+  const int64_t dim = start->value.dim(1);
+  for (const PoolInput& p : pools) {
+    CHECK(p.ids != nullptr) << "AddPooled: a pool without ids";
+    CheckPoolInput(p.rows, *p.ids, "AddPooled");
+    CHECK_EQ(p.ids->batch_size(), batch) << "AddPooled: a pool of another batch";
+    CHECK_EQ(p.rows->value.dim(1), dim)
+        << "AddPooled: rows of width " << p.rows->value.dim(1) << " added to [B," << dim << "]";
+  }
+  std::vector<Var> inputs = {start};
+  auto states = std::make_shared<std::vector<PoolState>>(pools.size());
+  for (size_t p = 0; p < pools.size(); ++p) {
+    inputs.push_back(pools[p].rows);
+    (*states)[p].ids = *pools[p].ids;
+    (*states)[p].example_scale.resize(static_cast<size_t>(batch));
+  }
+  // Pool by pool over the batch (each pool's ids and rows are read in order; the [B,D] sum stays
+  // in cache), each example pooled first and then added: the sums the separate Adds give.
+  Tensor out = Tensor::Uninitialized(Shape{batch, dim});
+  CopyFloats(out.data(), start->value.data(), batch * dim);
+  std::vector<float> pooled(static_cast<size_t>(dim));
+  for (size_t p = 0; p < pools.size(); ++p) {
+    const float* table = pools[p].rows->value.data();
+    PoolState& state = (*states)[p];
+    const int64_t* offsets = state.ids.offsets.data();
+    const int32_t* row_index = state.ids.row_index.data();
+    const bool unweighted = state.ids.weights.empty();
+    for (int64_t b = 0; b < batch; ++b) {
+      float* acc = out.data() + b * dim;
+      if (dim == 1 && unweighted && offsets[b + 1] == offsets[b] + 1) {
+        // A wide model's usual term, one id of weight 1: its weight, as PoolExample gives it.
+        acc[0] += table[row_index[offsets[b]]];
+        state.example_scale[b] = 1.0f;
+        continue;
+      }
+      state.example_scale[b] =
+          PoolExample(table, dim, pools[p].combiner, state.ids, b, pooled.data());
+      for (int64_t d = 0; d < dim; ++d) acc[d] += pooled[d];
+    }
+  }
+  return MakeOpNode(
+      "AddPooled", std::move(out), std::move(inputs), [states, batch, dim](Node& self) {
+        const float* g = self.grad.data();
+        Node& start = *self.inputs[0];
+        if (start.requires_grad) {
+          bool fresh = false;
+          float* grad = GradBufferToWrite(start, &fresh).data();
+          if (fresh) {
+            CopyFloats(grad, g, batch * dim);
+          } else {
+            AddFloats(grad, g, batch * dim);
+          }
+        }
+        // Pool by pool, last to first: the order Backward runs the separate EmbeddingPool nodes
+        // of an Add chain in, which keeps the sums of a table pooled twice in the same order.
+        for (size_t i = self.inputs.size(); i-- > 1;) {
+          Node& rows = *self.inputs[i];
+          if (!rows.requires_grad) continue;
+          float* grad_table = GradBuffer(rows).data();
+          const PoolState& state = (*states)[i - 1];
+          const int64_t* offsets = state.ids.offsets.data();
+          const int32_t* row_index = state.ids.row_index.data();
+          const bool unweighted = state.ids.weights.empty();
+          for (int64_t b = 0; b < batch; ++b) {
+            if (dim == 1 && unweighted && state.example_scale[b] == 1.0f) {
+              // Each id's weight gets the example's gradient, as PoolExampleBackward adds it.
+              for (int64_t j = offsets[b]; j < offsets[b + 1]; ++j)
+                grad_table[row_index[j]] += g[b];
+              continue;
+            }
+            PoolExampleBackward(state.ids, b, state.example_scale[b], g + b * dim, dim, grad_table);
+          }
+        }
+      });
+}
+
 }  // namespace shoal::nn

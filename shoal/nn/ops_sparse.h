@@ -57,4 +57,10 @@ struct PoolInput {
 // as the ops it spells out, bit for bit. `dense` may be empty; every input has B rows.
 Var ConcatPooled(const std::vector<Var>& dense, absl::Span<const PoolInput> pools);
 
+// start + EmbeddingPool(p.rows, *p.ids, p.combiner) for each pool, added in order, in one op: a
+// linear model's sum of per-feature weights ([B,D], every pool's rows of width D). No [B,D]
+// tensor is made per pool, and each example's sum runs in one pass over its features. The same
+// values and gradients as the Adds it spells out, bit for bit; `pools` may be empty.
+Var AddPooled(const Var& start, absl::Span<const PoolInput> pools);
+
 }  // namespace shoal::nn

@@ -369,6 +369,68 @@ TEST(OpsValueTest, ConcatPooledIsConcatOfEmbeddingPoolsBitForBit) {
   EXPECT_EQ(ConcatPooled({}, {{other, &one_each, Combiner::kSum}})->value.dim(1), 3);
 }
 
+TEST(OpsGradientTest, AddPooledEveryCombinerWithATableTwice) {
+  Var start = RandomParam({3, 2}, 22);
+  Var table = RandomParam({3, 2}, 23);
+  Var other = RandomParam({4, 2}, 24);
+  const SparseIds plain = ExampleIds(false), weighted = ExampleIds(true);
+  SparseIds one_each;
+  one_each.row_index = {3, 0, 3};
+  one_each.offsets = {0, 1, 2, 3};
+  for (Combiner c : {Combiner::kSum, Combiner::kMean, Combiner::kSqrtN}) {
+    const std::vector<PoolInput> pools = {
+        {table, &plain, c}, {other, &one_each, c}, {table, &weighted, c}};
+    ExpectGradientsOk([&] { return RandomProjection(AddPooled(start, pools)); },
+                      {start, table, other});
+  }
+}
+
+TEST(OpsValueTest, AddPooledIsAnAddChainOfEmbeddingPoolsBitForBit) {
+  // Width 1 (a wide model's weights) and 3; the last pool reads the first one's table again or a
+  // table of its own.
+  for (int64_t dim : {1, 3}) {
+    for (bool table_twice : {false, true}) {
+      Var start = RandomParam({3, dim}, 25);
+      Var table = RandomParam({3, dim}, 26);
+      Var other = RandomParam({4, dim}, 27);
+      Var third = RandomParam({3, dim}, 28);
+      const Var last = table_twice ? table : third;
+      const SparseIds plain = ExampleIds(false), weighted = ExampleIds(true);
+      SparseIds one_each;
+      one_each.row_index = {3, 0, 3};
+      one_each.offsets = {0, 1, 2, 3};
+      const std::vector<PoolInput> pools = {{table, &plain, Combiner::kSum},
+                                            {other, &one_each, Combiner::kSum},
+                                            {last, &weighted, Combiner::kMean}};
+      const auto run = [&](bool fused) {
+        ZeroGrad({start, table, other, third});
+        Var out = start;
+        if (fused) {
+          out = AddPooled(start, pools);
+        } else {
+          for (const PoolInput& p : pools)
+            out = Add(out, EmbeddingPool(p.rows, *p.ids, p.combiner));
+        }
+        Backward(RandomProjection(out));
+        return std::vector<Tensor>{out->value, start->grad, table->grad, other->grad, third->grad};
+      };
+      const std::vector<Tensor> fused = run(true), spelled_out = run(false);
+      ASSERT_EQ(fused[0].shape(), (Shape{3, dim}));
+      for (size_t t = 0; t < fused.size(); ++t) {
+        ASSERT_EQ(fused[t].shape(), spelled_out[t].shape()) << t;
+        for (int64_t i = 0; i < fused[t].size(); ++i) {
+          EXPECT_EQ(fused[t][i], spelled_out[t][i])
+              << "dim " << dim << ", table twice " << table_twice << ", tensor " << t
+              << ", element " << i;
+        }
+      }
+      // No pools: start's values.
+      Var alone = AddPooled(start, {});
+      for (int64_t i = 0; i < alone->value.size(); ++i) EXPECT_EQ(alone->value[i], start->value[i]);
+    }
+  }
+}
+
 TEST(OpsGradientTest, CompositeGraph) {
   // A small two-layer network with shared use of the input, end to end.
   Var x = RandomParam({4, 3}, 15);
