@@ -165,6 +165,14 @@ SparseIds ExampleIds(bool weighted) {
   return ids;
 }
 
+// Three examples of one id each over 4 rows (3, 0, 3): the copied-row case of a pool.
+SparseIds OneIdEach() {
+  SparseIds ids;
+  ids.row_index = {3, 0, 3};
+  ids.offsets = {0, 1, 2, 3};
+  return ids;
+}
+
 TEST(OpsValueTest, EmbeddingPoolCombiners) {
   Var rows = Leaf(Tensor(Shape{3, 2}, {1, 0, 0, 1, 2, 2}));
   const SparseIds ids = ExampleIds(/*weighted=*/true);
@@ -313,9 +321,7 @@ TEST(OpsGradientTest, ConcatPooledEveryCombinerWithATableTwiceAndADenseInputTwic
   Var table = RandomParam({3, 4}, 16);
   Var other = RandomParam({4, 2}, 17);
   const SparseIds plain = ExampleIds(false), weighted = ExampleIds(true);
-  SparseIds one_each;  // one id per example: the copied-row case
-  one_each.row_index = {3, 0, 3};
-  one_each.offsets = {0, 1, 2, 3};
+  const SparseIds one_each = OneIdEach();
   for (Combiner c : {Combiner::kSum, Combiner::kMean, Combiner::kSqrtN}) {
     const std::vector<PoolInput> pools = {
         {table, &plain, c}, {other, &one_each, c}, {table, &weighted, c}};
@@ -333,9 +339,7 @@ TEST(OpsValueTest, ConcatPooledIsConcatOfEmbeddingPoolsBitForBit) {
   Var other = RandomParam({4, 3}, 20);
   Var third = RandomParam({3, 16}, 21);
   const SparseIds plain = ExampleIds(false), weighted = ExampleIds(true);
-  SparseIds one_each;
-  one_each.row_index = {3, 0, 3};
-  one_each.offsets = {0, 1, 2, 3};
+  const SparseIds one_each = OneIdEach();
   // The last pool reads `table` again (propagated pool by pool) or a table of its own (example
   // by example).
   for (bool table_twice : {false, true}) {
@@ -374,9 +378,7 @@ TEST(OpsGradientTest, AddPooledEveryCombinerWithATableTwice) {
   Var table = RandomParam({3, 2}, 23);
   Var other = RandomParam({4, 2}, 24);
   const SparseIds plain = ExampleIds(false), weighted = ExampleIds(true);
-  SparseIds one_each;
-  one_each.row_index = {3, 0, 3};
-  one_each.offsets = {0, 1, 2, 3};
+  const SparseIds one_each = OneIdEach();
   for (Combiner c : {Combiner::kSum, Combiner::kMean, Combiner::kSqrtN}) {
     const std::vector<PoolInput> pools = {
         {table, &plain, c}, {other, &one_each, c}, {table, &weighted, c}};
@@ -396,9 +398,7 @@ TEST(OpsValueTest, AddPooledIsAnAddChainOfEmbeddingPoolsBitForBit) {
       Var third = RandomParam({3, dim}, 28);
       const Var last = table_twice ? table : third;
       const SparseIds plain = ExampleIds(false), weighted = ExampleIds(true);
-      SparseIds one_each;
-      one_each.row_index = {3, 0, 3};
-      one_each.offsets = {0, 1, 2, 3};
+      const SparseIds one_each = OneIdEach();
       const std::vector<PoolInput> pools = {{table, &plain, Combiner::kSum},
                                             {other, &one_each, Combiner::kSum},
                                             {last, &weighted, Combiner::kMean}};
